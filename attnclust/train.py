@@ -1,0 +1,257 @@
+"""Training the two-head layer on the empirical risk (THEORY.md sections 3 and 5; chapters
+"The two-head layer and its population risk" and "Training dynamics").
+
+A run draws a fresh batch of prompts at every step and takes an optax step on the
+empirical risk R_L. The whole run is one jit-compiled ``lax.scan`` (records every
+``record_every`` steps inside it); ``fit_many`` vmaps the run over seeds and, when several
+devices are present, shards the seeds over them with ``jax.sharding``. A progress bar
+(tqdm) runs outside jit by splitting the scan into chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache, partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxtyping import Array, Float, PRNGKeyArray
+from tqdm.auto import tqdm
+
+from . import _validate as v
+from .attention import _two_head
+from .metrics import alignment
+from .mixture import GaussianMixture, sample
+from .risk import _risk_from_outputs
+
+INITS = ("small", "large", "near", "close")
+"""Initialisation regimes: small random, large random, near the centroids, heads near each
+other (chapter "Training dynamics")."""
+
+
+def init_theta(
+    key: PRNGKeyArray,
+    mixture: GaussianMixture,
+    H: int | None = None,
+    kind: str = "small",
+    scale: float | None = None,
+) -> Float[Array, "H d"]:
+    """Initial heads (H, d), H = K by default.
+
+    - "small": i.i.d. N(0, scale^2), scale = 1e-2 by default;
+    - "large": i.i.d. N(0, scale^2), scale = max_c ||mu_c|| by default;
+    - "near": the centroids mu_1..mu_H (cycled if H > K) plus N(0, scale^2) noise, 0.1 default;
+    - "close": one common random direction u ~ N(0, I/d) plus N(0, scale^2) per head, 1e-2.
+    """
+    H = mixture.K if H is None else v.positive_int("H", H)
+    d = mixture.d
+    if kind not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got init={kind!r}")
+    if scale is not None:
+        v.positive_finite("scale", scale)
+    k1, k2 = jax.random.split(key)
+    noise = jax.random.normal(k1, (H, d))
+    if kind == "small":
+        return (1e-2 if scale is None else scale) * noise
+    if kind == "large":
+        r = jnp.max(jnp.linalg.norm(mixture.centroids, axis=-1))
+        return (r if scale is None else scale) * noise
+    if kind == "near":
+        base = mixture.centroids[jnp.arange(H) % mixture.K]
+        return base + (0.1 if scale is None else scale) * noise
+    u = jax.random.normal(k2, (d,)) / math.sqrt(d)
+    return u + (1e-2 if scale is None else scale) * noise
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The outcome of ``fit`` (or, with a leading seed axis on every array, ``fit_many``).
+
+    Attributes:
+        theta: (..., H, d) final heads.
+        steps: (n_records,) step count at each record.
+        risk: (..., n_records) mean minibatch empirical risk over the stride ending there.
+        thetas: (..., n_records, H, d) heads at each record.
+        theta0: (..., H, d) the initial heads.
+    """
+
+    theta: np.ndarray
+    steps: np.ndarray
+    risk: np.ndarray
+    thetas: np.ndarray
+    theta0: np.ndarray
+
+    def alignment(self, centroids) -> np.ndarray:
+        """(..., n_records, H) matched |cos| of the heads with ``centroids`` over the run."""
+        return alignment(self.thetas, centroids)
+
+    def final_alignment(self, centroids) -> np.ndarray:
+        """(..., H) matched |cos| of the final heads."""
+        return alignment(self.theta, centroids)
+
+
+def _make_run(mixture, lam, optimizer, batch, L, record_every, n_records):
+    """A pure function (carry, key) -> (carry, risks (n_records,), thetas) of one chunk."""
+
+    def loss_fn(theta, X):
+        return _risk_from_outputs(X, _two_head(theta, X, lam))
+
+    def step(carry, key):
+        theta, opt_state = carry
+        X, _ = sample(key, mixture, batch, L)
+        loss, grad = jax.value_and_grad(loss_fn)(theta, X)
+        updates, opt_state = optimizer.update(grad, opt_state, theta)
+        return (optax.apply_updates(theta, updates), opt_state), loss
+
+    def record(carry, key):
+        carry, losses = jax.lax.scan(step, carry, jax.random.split(key, record_every))
+        return carry, (jnp.mean(losses), carry[0])
+
+    def run(carry, key):
+        carry, (risks, thetas) = jax.lax.scan(record, carry, jax.random.split(key, n_records))
+        return carry, risks, thetas
+
+    return run
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run_chunk(size, optimizer, batch, L, record_every, mixture, lam, carry, keys):
+    """One chunk of ``size`` records for every seed (vmapped over seeds and lam)."""
+
+    def one(lam, carry, key):
+        return _make_run(mixture, lam, optimizer, batch, L, record_every, size)(carry, key)
+
+    return jax.vmap(one)(lam, carry, keys)
+
+
+def _check_fit_args(lam, steps, batch, L, record_every):
+    lam_arr = np.asarray(lam, dtype=np.float64)
+    if lam_arr.ndim > 1:
+        raise ValueError(f"lam must be a scalar or have shape (S,), got shape {lam_arr.shape}")
+    for value in lam_arr.reshape(-1):
+        v.positive_finite("lam", value)
+    steps = v.positive_int("steps", steps)
+    v.positive_int("batch", batch)
+    v.positive_int("L", L)
+    record_every = max(1, steps // 100) if record_every is None else record_every
+    record_every = v.positive_int("record_every", record_every)
+    if steps % record_every:
+        raise ValueError(
+            f"steps must be a multiple of record_every, got steps={steps}, "
+            f"record_every={record_every}"
+        )
+    return steps // record_every, record_every
+
+
+def _chunk_sizes(n_records: int, progress: bool) -> list[int]:
+    """Equal chunks of records (so one compilation serves all) for the progress bar."""
+    if not progress:
+        return [n_records]
+    n = max(c for c in range(1, min(n_records, 20) + 1) if n_records % c == 0)
+    return [n_records // n] * n
+
+
+@lru_cache(maxsize=None)
+def _default_optimizer(lr: float) -> optax.GradientTransformation:
+    """Adam; cached so that repeated runs with the same lr reuse the compiled scan."""
+    return optax.adam(lr)
+
+
+def fit(
+    key: PRNGKeyArray,
+    mixture: GaussianMixture,
+    lam: float = 1.0,
+    steps: int = 2000,
+    batch: int = 32,
+    L: int = 50,
+    init: str | Float[Array, "H d"] = "small",
+    optimizer: optax.GradientTransformation | None = None,
+    lr: float = 1e-2,
+    H: int | None = None,
+    record_every: int | None = None,
+    progress: bool = True,
+) -> FitResult:
+    """Train the two-head layer (H heads, H = K by default) on prompts of length L.
+
+    Every step draws ``batch`` fresh prompts from ``mixture`` and applies ``optimizer``
+    (Adam with learning rate ``lr`` by default) to the empirical risk. ``init`` is one of
+    ``INITS`` or an (H, d) array. The run is one jit-compiled ``lax.scan`` per progress
+    chunk (a single one when ``progress`` is False).
+    """
+    many = fit_many(
+        jnp.asarray(key)[None], mixture, lam, steps, batch, L, init, optimizer, lr, H,
+        record_every, progress,
+    )
+    return FitResult(many.theta[0], many.steps, many.risk[0], many.thetas[0], many.theta0[0])
+
+
+def _seed_sharding(n: int):
+    """Shard the leading (seed) axis over all devices when there are several."""
+    devices = jax.devices()
+    if len(devices) == 1 or n % len(devices):
+        return None
+    mesh = Mesh(np.array(devices), ("seeds",))
+    return NamedSharding(mesh, PartitionSpec("seeds"))
+
+
+def fit_many(
+    keys: PRNGKeyArray,
+    mixture: GaussianMixture,
+    lam: float = 1.0,
+    steps: int = 2000,
+    batch: int = 32,
+    L: int = 50,
+    init: str | Float[Array, "H d"] = "small",
+    optimizer: optax.GradientTransformation | None = None,
+    lr: float = 1e-2,
+    H: int | None = None,
+    record_every: int | None = None,
+    progress: bool = True,
+) -> FitResult:
+    """``fit`` vmapped over seeds: ``keys`` of shape (S, 2) (from ``jax.random.split``).
+
+    Every array of the result has a leading axis of size S (``steps`` excepted). When
+    several devices are visible and S is a multiple of their number, the seeds are sharded
+    over the devices (jax.sharding); the results are the same as on one device.
+    """
+    keys = jnp.asarray(keys)
+    if keys.ndim != 2:
+        raise ValueError(f"keys must have shape (S, 2) (jax.random.split(key, S)), got {keys.shape}")
+    S = keys.shape[0]
+    n_records, record_every = _check_fit_args(lam, steps, batch, L, record_every)
+    optimizer = _default_optimizer(lr) if optimizer is None else optimizer
+    init_keys, run_keys = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
+    if isinstance(init, str):
+        theta0 = jax.vmap(lambda k: init_theta(k, mixture, H, init))(init_keys)
+    else:
+        theta0 = jnp.asarray(init, jnp.float32)
+        if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
+            raise ValueError(f"init must have shape (H, d={mixture.d}), got {theta0.shape}")
+        theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape)
+    lam = jnp.broadcast_to(jnp.asarray(lam, jnp.float32), (S,))
+    carry = (theta0, jax.vmap(optimizer.init)(theta0))
+    sizes = _chunk_sizes(n_records, progress)
+    chunk_keys = jax.vmap(lambda k: jax.random.split(k, len(sizes)))(run_keys)
+    sharding = _seed_sharding(S)
+    if sharding is not None:
+        carry, chunk_keys, lam = jax.device_put((carry, chunk_keys, lam), sharding)
+    risks, thetas = [], []
+    with tqdm(total=steps * S, desc=f"fit x{S}", unit="step", disable=not progress) as bar:
+        for i, size in enumerate(sizes):
+            carry, r, t = _run_chunk(
+                size, optimizer, batch, L, record_every, mixture, lam, carry, chunk_keys[:, i]
+            )
+            risks.append(np.asarray(r))
+            thetas.append(np.asarray(t))
+            bar.update(size * record_every * S)
+    return FitResult(
+        theta=np.asarray(carry[0]),
+        steps=np.arange(1, n_records + 1) * record_every,
+        risk=np.concatenate(risks, axis=1),
+        thetas=np.concatenate(thetas, axis=1),
+        theta0=np.asarray(theta0),
+    )
