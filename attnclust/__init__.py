@@ -5,7 +5,7 @@ risk -> train -> metrics -> figures and widgets -> chapters. Everything public i
 re-exported here.
 """
 
-from .attention import identity_attention, two_head_layer
+from .attention import identity_attend, identity_attention, two_head_attend, two_head_layer
 from .limits import head_coefficients, head_output_limit, identity_limit
 from .metrics import (
     abs_cosines,
@@ -30,7 +30,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "GaussianMixture", "orthogonal_mixture", "random_orthogonal_centroids", "sample",
-    "sample_in_context", "two_head_layer", "identity_attention", "head_coefficients",
+    "sample_in_context", "two_head_layer", "two_head_attend", "identity_attention",
+    "identity_attend", "head_coefficients",
     "head_output_limit", "identity_limit", "empirical_risk", "population_risk",
     "population_risk_mc", "INITS", "FitResult", "fit", "fit_many", "init_theta",
     "abs_cosines", "alignment", "matching", "head_assignments", "distortion",

@@ -30,14 +30,18 @@ def _check_tokens(X, theta=None) -> None:
         v.finite_array("theta", theta)
 
 
+def _two_head_attend(theta, Z, X, lam):
+    Pq = jnp.swapaxes(Z @ theta.T, -1, -2)  # (..., H, Lq): <theta_h, z_l>
+    Pk = jnp.swapaxes(X @ theta.T, -1, -2)  # (..., H, Lk): <theta_h, x_k>
+    scores = lam * Pq[..., :, :, None] * Pk[..., :, None, :]  # (..., H, Lq, Lk)
+    A = jax.nn.softmax(scores, axis=-1)
+    pooled = jnp.einsum("...hqk,...hk->...qh", A, Pk)  # (..., Lq, H)
+    return pooled @ theta
+
+
 @jax.jit
 def _two_head(theta, X, lam):
-    P = X @ theta.T  # (..., L, H): <theta_h, x_l>
-    Pq = jnp.swapaxes(P, -1, -2)  # (..., H, L)
-    scores = lam * Pq[..., :, :, None] * Pq[..., :, None, :]  # (..., H, Lq, Lk)
-    A = jax.nn.softmax(scores, axis=-1)
-    pooled = jnp.einsum("...hqk,...hk->...qh", A, Pq)  # (..., L, H)
-    return pooled @ theta
+    return _two_head_attend(theta, X, X, lam)
 
 
 def two_head_layer(
@@ -60,6 +64,22 @@ def two_head_layer(
     _check_tokens(X, theta)
     v.positive_finite("lam", lam)
     return _two_head(jnp.asarray(theta), jnp.asarray(X), lam)
+
+
+def two_head_attend(
+    theta: Float[Array, "H d"],
+    Z: Float[Array, "*batch Q d"],
+    X: Float[Array, "*batch L d"],
+    lam: float,
+) -> Float[Array, "*batch Q d"]:
+    """The two-head layer's output at queries Z attending over the keys X (Z may be a few
+    tokens, X a long prompt): used to watch a head approach its large-L limit
+    (chapter "Attention as soft pooling"). ``two_head_layer(theta, X, lam)`` is
+    ``two_head_attend(theta, X, X, lam)``."""
+    _check_tokens(X, theta)
+    _check_tokens(Z, theta)
+    v.positive_finite("lam", lam)
+    return jax.jit(_two_head_attend)(jnp.asarray(theta), jnp.asarray(Z), jnp.asarray(X), lam)
 
 
 def _identity_rows(Xq, X, lam):
@@ -85,6 +105,18 @@ def _identity_blocked(X, lam, block: int):
 
 
 _identity_blocked_jit = jax.jit(_identity_blocked, static_argnums=2)
+
+
+def identity_attend(
+    Z: Float[Array, "*batch Q d"], X: Float[Array, "*batch L d"], lam: float
+) -> Float[Array, "*batch Q d"]:
+    """Identity attention of queries Z over the keys X: sum_k softmax_k(lam <z, x_k>) x_k
+    (THEORY.md section 6, the finite-L side of ``identity_limit``)."""
+    _check_tokens(X)
+    _check_tokens(Z)
+    v.same_dim("Z", jnp.shape(Z)[-1], "X", jnp.shape(X)[-1])
+    v.positive_finite("lam", lam)
+    return jax.jit(_identity_rows)(jnp.asarray(Z), jnp.asarray(X), lam)
 
 
 def identity_attention(

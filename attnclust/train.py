@@ -94,8 +94,11 @@ class FitResult:
         return alignment(self.theta, centroids)
 
 
-def _make_run(mixture, lam, optimizer, batch, L, record_every, n_records):
-    """A pure function (carry, key) -> (carry, risks (n_records,), thetas) of one chunk."""
+def _make_run(mixture, lam, optimizer, batch, L, record_every):
+    """A pure function (carry, record_keys (n, 2)) -> (carry, risks (n,), thetas (n, H, d)).
+
+    Each record's key determines its batches, so the result does not depend on how the
+    run is split into chunks (with or without a progress bar)."""
 
     def loss_fn(theta, X):
         return _risk_from_outputs(X, _two_head(theta, X, lam))
@@ -111,19 +114,19 @@ def _make_run(mixture, lam, optimizer, batch, L, record_every, n_records):
         carry, losses = jax.lax.scan(step, carry, jax.random.split(key, record_every))
         return carry, (jnp.mean(losses), carry[0])
 
-    def run(carry, key):
-        carry, (risks, thetas) = jax.lax.scan(record, carry, jax.random.split(key, n_records))
+    def run(carry, record_keys):
+        carry, (risks, thetas) = jax.lax.scan(record, carry, record_keys)
         return carry, risks, thetas
 
     return run
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _run_chunk(size, optimizer, batch, L, record_every, mixture, lam, carry, keys):
-    """One chunk of ``size`` records for every seed (vmapped over seeds and lam)."""
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _run_chunk(optimizer, batch, L, record_every, mixture, lam, carry, keys):
+    """One chunk of records for every seed (vmapped over seeds and lam); keys (S, n, 2)."""
 
     def one(lam, carry, key):
-        return _make_run(mixture, lam, optimizer, batch, L, record_every, size)(carry, key)
+        return _make_run(mixture, lam, optimizer, batch, L, record_every)(carry, key)
 
     return jax.vmap(one)(lam, carry, keys)
 
@@ -147,12 +150,12 @@ def _check_fit_args(lam, steps, batch, L, record_every):
     return steps // record_every, record_every
 
 
-def _chunk_sizes(n_records: int, progress: bool) -> list[int]:
-    """Equal chunks of records (so one compilation serves all) for the progress bar."""
+def _chunk_size(n_records: int, progress: bool) -> int:
+    """Records per chunk: all of them without a progress bar, else an equal split into at
+    most 20 chunks (equal, so that one compilation serves every chunk)."""
     if not progress:
-        return [n_records]
-    n = max(c for c in range(1, min(n_records, 20) + 1) if n_records % c == 0)
-    return [n_records // n] * n
+        return n_records
+    return n_records // max(c for c in range(1, min(n_records, 20) + 1) if n_records % c == 0)
 
 
 @lru_cache(maxsize=None)
@@ -214,6 +217,8 @@ def fit_many(
 ) -> FitResult:
     """``fit`` vmapped over seeds: ``keys`` of shape (S, 2) (from ``jax.random.split``).
 
+    ``lam`` is a scalar or an (S,) array (one temperature per run: a sweep in one call).
+
     Every array of the result has a leading axis of size S (``steps`` excepted). When
     several devices are visible and S is a multiple of their number, the seeds are sharded
     over the devices (jax.sharding); the results are the same as on one device.
@@ -232,18 +237,21 @@ def fit_many(
         if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
             raise ValueError(f"init must have shape (H, d={mixture.d}), got {theta0.shape}")
         theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape)
+    if np.ndim(lam) == 1 and np.shape(lam)[0] != S:
+        raise ValueError(f"lam must be a scalar or have shape (S={S},), got shape {np.shape(lam)}")
     lam = jnp.broadcast_to(jnp.asarray(lam, jnp.float32), (S,))
     carry = (theta0, jax.vmap(optimizer.init)(theta0))
-    sizes = _chunk_sizes(n_records, progress)
-    chunk_keys = jax.vmap(lambda k: jax.random.split(k, len(sizes)))(run_keys)
+    size = _chunk_size(n_records, progress)
+    record_keys = jax.vmap(lambda k: jax.random.split(k, n_records))(run_keys)
     sharding = _seed_sharding(S)
     if sharding is not None:
-        carry, chunk_keys, lam = jax.device_put((carry, chunk_keys, lam), sharding)
+        carry, record_keys, lam = jax.device_put((carry, record_keys, lam), sharding)
     risks, thetas = [], []
     with tqdm(total=steps * S, desc=f"fit x{S}", unit="step", disable=not progress) as bar:
-        for i, size in enumerate(sizes):
+        for start in range(0, n_records, size):
             carry, r, t = _run_chunk(
-                size, optimizer, batch, L, record_every, mixture, lam, carry, chunk_keys[:, i]
+                optimizer, batch, L, record_every, mixture, lam, carry,
+                record_keys[:, start : start + size],
             )
             risks.append(np.asarray(r))
             thetas.append(np.asarray(t))
