@@ -4,7 +4,7 @@
 - ``identity_attention``: THEORY.md section 6, chapter "In-context quantization with
   identity attention".
 
-Softmaxes go through ``jax.nn.softmax`` (max-subtracted), so a temperature of 1e4 or a large
+Softmaxes are computed so that they cannot overflow (``_numerics``), so a temperature of 1e4 or a large
 theta gives finite outputs.
 """
 
@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from . import _validate as v
+from ._numerics import rank_one_softmax_pool
 
 
 def _check_tokens(X, theta=None) -> None:
@@ -33,10 +34,8 @@ def _check_tokens(X, theta=None) -> None:
 def _two_head_attend(theta, Z, X, lam):
     Pq = jnp.swapaxes(Z @ theta.T, -1, -2)  # (..., H, Lq): <theta_h, z_l>
     Pk = jnp.swapaxes(X @ theta.T, -1, -2)  # (..., H, Lk): <theta_h, x_k>
-    scores = lam * Pq[..., :, :, None] * Pk[..., :, None, :]  # (..., H, Lq, Lk)
-    A = jax.nn.softmax(scores, axis=-1)
-    pooled = jnp.einsum("...hqk,...hk->...qh", A, Pk)  # (..., Lq, H)
-    return pooled @ theta
+    pooled = rank_one_softmax_pool(lam, Pq, Pk)  # (..., H, Lq)
+    return jnp.swapaxes(pooled, -1, -2) @ theta
 
 
 @jax.jit

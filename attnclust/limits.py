@@ -17,7 +17,14 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from . import _validate as v
+from ._numerics import softmax_small
 from .mixture import GaussianMixture
+
+
+def _log_weights(mixture: GaussianMixture):
+    """log pi_c, with a zero weight read as the smallest normal float (log about -87) so
+    that differences of log-weights stay finite."""
+    return jnp.log(jnp.maximum(mixture.weights, jnp.finfo(jnp.float32).tiny))
 
 
 def head_coefficients(
@@ -32,8 +39,7 @@ def head_coefficients(
     """
     m = theta @ mixture.centroids.T  # (H, K): <theta_h, mu_c>
     s = lam * P  # (..., H)
-    logits = jnp.log(mixture.weights) + s[..., None] * m  # (..., H, K)
-    alpha = jax.nn.softmax(logits, axis=-1)
+    alpha = softmax_small(_log_weights(mixture), m, s)  # (..., H, K)
     sq_norm = jnp.sum(theta**2, axis=-1)  # (H,)
     return s * mixture.sigma**2 * sq_norm + jnp.sum(alpha * m, axis=-1)
 
@@ -55,5 +61,5 @@ def identity_limit(
     """Q(z): the large-L output of identity attention at query z (THEORY.md section 6)."""
     v.same_dim("z", jnp.shape(z)[-1], "mixture", mixture.d)
     v.positive_finite("lam", lam)
-    alpha = jax.nn.softmax(jnp.log(mixture.weights) + lam * z @ mixture.centroids.T, axis=-1)
+    alpha = softmax_small(_log_weights(mixture), z @ mixture.centroids.T, lam)
     return lam * mixture.sigma**2 * z + alpha @ mixture.centroids

@@ -70,6 +70,7 @@ __all__ = [
     "inactive_leak",
     "TiltedMinimiser",
     "tilted_minimiser",
+    "tilt_branch",
     "DistortionDerivation",
     "distortion_derivation",
     "check_distortion",
@@ -359,7 +360,7 @@ class IdentityLimitDerivation:
     symbols: dict[str, sp.Symbol]
     Q_derived: sp.Matrix
     Q_closed: sp.Matrix
-    Q_fn: Callable  # (z1, z2, mu11, mu12, mu21, mu22, sigma, lam, pi1) -> (2,)
+    Q_fn: Callable  # (z1, z2, mu11, mu12, mu21, mu22, sigma, lam, pi1) -> (..., 2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -404,11 +405,16 @@ def identity_limit_derivation() -> IdentityLimitDerivation:
         [lam * sigma**2 * zz[i] + a[0] * mu[0, i] + a[1] * mu[1, i] for i in range(2)]
     )
     args = (z1, z2, mu[0, 0], mu[0, 1], mu[1, 0], mu[1, 1], sigma, lam, pi1)
+    raw = _lambdify(args, list(Q_closed))
+
+    def Q_fn(*a: float | np.ndarray) -> np.ndarray:
+        return np.stack(np.broadcast_arrays(*[np.asarray(q, float) for q in raw(*a)]), axis=-1)
+
     return IdentityLimitDerivation(
         symbols={"z_1": z1, "z_2": z2, "sigma": sigma, "lambda": lam, "pi_1": pi1, "mu": mu},
         Q_derived=Q_derived,
         Q_closed=Q_closed,
-        Q_fn=_lambdify(args, Q_closed),
+        Q_fn=Q_fn,
     )
 
 
@@ -924,6 +930,23 @@ def tilted_minimiser(
         c=float(c), eps=float(e), cos=float(abs(c) / np.hypot(c, e)),
         risk=float(res.fun + (d - 2) * sigma**2), aligned_risk=fp.risk,
     )
+
+
+def tilt_branch(
+    lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = 5, n: int = 40
+) -> dict[str, np.ndarray]:
+    """The tilt over a grid of lam (THEORY section 5): for each lam the aligned c*, the
+    off-manifold gradient there, and the unconstrained (symmetric-family) minimiser's
+    c, eps, |cos| to its centroid and risk, beside the aligned risk."""
+    rows = {k: [] for k in ("c_aligned", "tilt_gradient", "c", "eps", "cos", "risk", "aligned_risk")}
+    for lam in np.asarray(lams, float):
+        tm = tilted_minimiser(float(lam), r, sigma, d=d, n=n)
+        fp = aligned_fixed_point(float(lam), r, sigma, d=d)
+        rows["c_aligned"].append(fp.c)
+        rows["tilt_gradient"].append(tilt_gradient(float(lam), r, sigma, c=fp.c, n=n))
+        for k in ("c", "eps", "cos", "risk", "aligned_risk"):
+            rows[k].append(getattr(tm, k))
+    return {"lam": np.asarray(lams, float), **{k: np.array(v) for k, v in rows.items()}}
 
 
 # ---------------------------------------------------------------------------------------

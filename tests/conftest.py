@@ -20,3 +20,10 @@ def key():
 @pytest.fixture
 def mixture():
     return ac.orthogonal_mixture(**DEFAULT)
+
+from hypothesis import settings
+
+# Property tests are derandomised (same examples every run) and have no deadline: the first
+# call of a jitted function compiles, which is slow but not a failure.
+settings.register_profile("attnclust", derandomize=True, deadline=None, max_examples=25)
+settings.load_profile("attnclust")
