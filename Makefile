@@ -1,12 +1,23 @@
 # The README's two commands: `make book` and `make test`. Each creates .venv on a fresh
 # machine from requirements.txt and installs the package into it.
+#
+#   make book     build _build/html, every page executed; warnings and failing cells fail it
+#   make test     unit tests -> make book -> browser checks of the built HTML (what CI runs)
+#   make unit     pytest -m "not browser"
+#   make browser  browser checks only, against an existing _build/html
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv book test unit clean
+# Browser checks: Debian's chromium (Playwright's own browser download is not used) and a
+# local copy of MathJax 3, served to the browser in place of the CDN (tests/browser).
+CHROMIUM      ?= /usr/bin/chromium
+MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
+SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: venv book test unit browser browser-deps clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,13 +28,34 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# scripts/book_cache.py clears the execution cache (and pages built from it) whenever
+# attnclust/**/*.py, requirements.txt or pyproject.toml changed since the last build.
 book: $(STAMP)
+	$(PY) scripts/book_cache.py
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not browser"
 
-test: unit book
+$(CHROMIUM):
+	@echo "Installing Debian's chromium for the browser checks (apt-get)..."
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+	test -x $(CHROMIUM)
+
+$(MATHJAX_WHEEL): | $(STAMP)
+	$(PY) -m pip download -q --no-deps sphinx-mathjax-offline==0.0.2 -d $(VENV)/vendor
+
+browser-deps: $(CHROMIUM) $(MATHJAX_WHEEL)
+
+browser: $(STAMP) browser-deps
+	$(PY) -m pytest -q -m browser tests/browser
+
+# Sequential on purpose (also under make -j): the browser checks need the built book.
+test: $(STAMP)
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory browser
 
 clean:
 	rm -rf _build
