@@ -43,6 +43,7 @@ from scipy.special import expit
 
 __all__ = [
     "logistic",
+    "lambdify_expr",
     "TiltingLemma",
     "tilting_lemma",
     "check_tilting_lemma",
@@ -105,8 +106,9 @@ class logistic(sp.Function):
     def _eval_rewrite_as_exp(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
         return 1 / (1 + sp.exp(-x))
 
-    def _latex(self, printer: sp.printing.latex.LatexPrinter) -> str:
-        return r"\operatorname{logistic}\left(%s\right)" % printer._print(self.args[0])
+    def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
+        tex = r"\operatorname{logistic}\left(%s\right)" % printer._print(self.args[0])
+        return tex if exp is None else r"%s^{%s}" % (tex, exp)
 
 
 def _lambdify(args: Sequence[sp.Symbol], expr: sp.Expr, backend: str = "numpy") -> Callable:
@@ -117,6 +119,14 @@ def _lambdify(args: Sequence[sp.Symbol], expr: sp.Expr, backend: str = "numpy") 
 
         return sp.lambdify(args, expr, modules=[{"logistic": jax.nn.sigmoid}, "jax"])
     raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
+
+
+def lambdify_expr(
+    args: Sequence[sp.Symbol], expr: sp.Expr, backend: Literal["numpy", "jax"] = "numpy"
+) -> Callable:
+    """Lambdify an expression of this module (``logistic`` included) for NumPy or JAX;
+    with ``backend="jax"`` the function is jit-able and differentiable by jax.grad."""
+    return _lambdify(args, expr, backend)
 
 
 def _positive(name: str, value: float) -> float:
@@ -598,7 +608,8 @@ def aligned_reduction() -> AlignedReduction:
     Rsym = sp.Function("R")
     gfun = sp.Function("g")
     risk_formula = sp.Eq(Rsym(c1, c2), gfun(c1) + gfun(c2) + (d - 2) * sigma**2)
-    fixed_point = sp.Eq(E(sp.factor(sp.diff(g_int, c) / (-2 * (u - f))) * (u - f)), 0)
+    df = sp.diff(f, c)
+    fixed_point = sp.Eq(E((u - f) * df), 0)
     args = (u, c, lam, r, sigma)
     return AlignedReduction(
         symbols={**sy, "u": u, "d": d},
@@ -639,6 +650,9 @@ def check_aligned_reduction(seed: int = 0, n: int = 60) -> bool:
     dc1 = S["d_c1"]
     target = A.dg_integrand.subs(A.symbols["u"], sy["z_1"])
     ok2 = sp.simplify(sp.expand(dc1 - target)) == 0
+    # the displayed fixed-point equation is g' = -2 E[(u - f) df/dc] = 0
+    lhs = A.fixed_point_equation.lhs.args[0]
+    ok2 = ok2 and sp.simplify(sp.expand(A.dg_integrand + 2 * lhs)) == 0
     rng = np.random.default_rng(seed)
     ok3 = True
     for _ in range(3):
@@ -843,7 +857,7 @@ def _setting_fixed_point(setting: Setting, lam: float, r: float, sigma: float, n
         return aligned_fixed_point(lam, r, sigma, n=n).c
     fn = lambda c: float(_expect2(setting, S["d_c1_fn"], r, sigma, n, c, lam, r, sigma))  # noqa: E731
     grid = np.linspace(0.02, 4.0, 200)
-    vals = np.array([fn(c) for c in grid])
+    vals = np.asarray(_expect2(setting, S["d_c1_fn"], r, sigma, n, grid[:, None, None], lam, r, sigma))
     idx = np.nonzero(np.sign(vals[:-1]) * np.sign(vals[1:]) < 0)[0]
     if len(idx) == 0:
         raise ValueError(f"no aligned stationary point for setting={setting!r}")
@@ -1022,8 +1036,9 @@ def distortion_derivation() -> DistortionDerivation:
     bound = (lam * sigma**2 * sp.sqrt(d * sigma**2 + r**2) + sp.sqrt(2) * r * sp.sqrt(M)) ** 2
     A = sigma**2 * sp.sqrt(d * sigma**2 + r**2)
     small = lam * A + sp.sqrt(2) * r * sp.exp(-lam * r**2)
-    sol = sp.solve(sp.Eq(sp.diff(small, lam), 0), lam)
-    lam_star = sp.simplify(sol[0])
+    # the unique stationary point of the (convex) small-lam form; check_distortion
+    # verifies that it zeroes the derivative
+    lam_star = sp.log(sp.sqrt(2) * r**3 / A) / r**2
     return DistortionDerivation(
         symbols={"lambda": lam, "r": r, "sigma": sigma, "d": d, "w": w, "u": u, "beta": beta,
                  "z_1": z1, "z_2": z2},

@@ -56,6 +56,21 @@ def test_checks_detect_a_wrong_closed_form():
     assert sp.simplify(D.coef_derived - wrong.rewrite(sp.exp)) != 0
 
 
+def test_expressions_render_to_latex():
+    # the chapters display these with sympy.latex
+    exprs = [S.tilting_lemma().weight_closed, S.head_output_derivation().coef_closed,
+             *S.identity_limit_derivation().Q_closed, S.aligned_reduction().f,
+             S.aligned_reduction().fixed_point_equation, S.aligned_reduction().dg_integrand,
+             S.tilt_derivation().d_e1, S.distortion_derivation().bound,
+             S.distortion_derivation().exact_integrand]
+    for e in exprs:
+        tex = sp.latex(e)
+        assert isinstance(tex, str) and tex
+    assert "logistic" in sp.latex(S.aligned_reduction().f)
+    assert r"\operatorname{logistic}\left(\lambda w\right)^{2}" in sp.latex(
+        S.distortion_derivation().exact_integrand)
+
+
 # --------------------------------------------------------------------------------------
 # Section 4: the lemma against quadrature and sampling
 # --------------------------------------------------------------------------------------
@@ -150,6 +165,19 @@ def test_head_coefficient_symbolic_vs_library():
     np.testing.assert_allclose(
         S.head_output(theta, z, mus, w, 0.6, 1.3),
         np.asarray(A.head_output_limit(jnp.asarray(theta), jnp.asarray(z), mix, 1.3)), **F32)
+
+
+def test_jax_lambdify_matches_numpy_and_differentiates():
+    D = S.aligned_reduction()
+    sy = D.symbols
+    args = (sy["u"], sy["c"], sy["lambda"], sy["r"], sy["sigma"])
+    f_jax = S.lambdify_expr(args, D.g_integrand, backend="jax")
+    u = np.linspace(-1, 3, 7)
+    np.testing.assert_allclose(np.asarray(f_jax(jnp.asarray(u), 0.9, 1.0, 2.0, 0.5)),
+                               D.g_fn(u, 0.9, 1.0, 2.0, 0.5), **F32)
+    # jax.grad of the lambdified integrand in c = the symbolic c-derivative
+    dg = jax.grad(lambda c: f_jax(1.3, c, 1.0, 2.0, 0.5))(0.9)
+    assert float(dg) == pytest.approx(float(D.dg_fn(1.3, 0.9, 1.0, 2.0, 0.5)), rel=1e-5)
 
 
 def test_identity_limit_symbolic_vs_library():
