@@ -1,0 +1,139 @@
+"""Invariants of the two attention layers (THEORY.md sections 2 and 6), as property tests."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+import attnclust as ac
+
+# Every new shape compiles anew, so each property runs on 12 derandomised examples.
+few = settings(max_examples=12)
+
+# Inputs of moderate size: float32 outputs are compared with rtol 1e-4 / atol 1e-4, which is
+# about 1e3 ulps at the magnitudes drawn here, far above rounding and far below any bug.
+seeds = st.integers(0, 2**31 - 1)
+lams = st.floats(0.05, 5.0)
+# Shapes come from short lists so that compiled functions are reused across examples.
+lengths = st.sampled_from([1, 4, 9])
+dims = st.sampled_from([1, 3, 5])
+heads = st.sampled_from([1, 2, 4])
+
+
+def _draw(seed, L, d, H=None):
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
+    X = jax.random.normal(k1, (2, L, d))
+    theta = jax.random.normal(k2, (H or 1, d))
+    perm = jax.random.permutation(k3, L)
+    return X, theta, perm
+
+
+@few
+@given(seeds, lengths, dims, heads, lams)
+def test_two_head_is_permutation_equivariant(seed, L, d, H, lam):
+    X, theta, perm = _draw(seed, L, d, H)
+    out = ac.two_head_layer(theta, X, lam)
+    out_perm = ac.two_head_layer(theta, X[:, perm], lam)
+    np.testing.assert_allclose(out_perm, out[:, perm], rtol=1e-4, atol=1e-4)
+
+
+@few
+@given(seeds, lengths, dims, lams)
+def test_identity_is_permutation_equivariant(seed, L, d, lam):
+    X, _, perm = _draw(seed, L, d)
+    np.testing.assert_allclose(
+        ac.identity_attention(X[:, perm], lam), ac.identity_attention(X, lam)[:, perm],
+        rtol=1e-4, atol=1e-4,
+    )
+
+
+@few
+@given(seeds, lengths, st.sampled_from([3, 5]), st.sampled_from([1, 2]), lams)
+def test_two_head_outputs_lie_in_span_of_theta(seed, L, d, H, lam):
+    """The residual after projecting on span(theta) is zero (d > H, so the span is proper)."""
+    X, theta, _ = _draw(seed, L, d, H)
+    out = np.asarray(ac.two_head_layer(theta, X, lam), dtype=np.float64)
+    Q, _ = np.linalg.qr(np.asarray(theta, dtype=np.float64).T)  # (d, H) orthonormal basis
+    residual = out - out @ Q @ Q.T
+    assert np.abs(residual).max() <= 1e-4 * max(1.0, np.abs(out).max())
+
+
+@few
+@given(seeds, lengths, dims, lams)
+def test_identity_outputs_lie_in_convex_hull(seed, L, d, lam):
+    """Each output is a convex combination of its prompt's tokens: the linear program
+    'find w >= 0, sum w = 1, X^T w = y' is feasible (up to float32 rounding, absorbed by
+    a slack of 1e-4)."""
+    X, _, _ = _draw(seed, L, d)
+    out = np.asarray(ac.identity_attention(X, lam), dtype=np.float64)
+    Xn = np.asarray(X, dtype=np.float64)
+    for p in range(Xn.shape[0]):
+        for y in out[p]:
+            A_ub = np.vstack([Xn[p].T, -Xn[p].T])
+            b_ub = np.concatenate([y + 1e-4, -(y - 1e-4)])
+            res = linprog(np.zeros(L), A_ub=A_ub, b_ub=b_ub, A_eq=np.ones((1, L)), b_eq=[1.0],
+                          bounds=[(0, None)] * L)
+            assert res.status == 0, (y, Xn[p])
+
+
+@few
+@given(seeds, st.sampled_from([1, 7, 30]), dims, st.sampled_from([1, 4, 7, 50]), lams)
+def test_blocked_identity_matches_unblocked(seed, L, d, block, lam):
+    X, _, _ = _draw(seed, L, d)
+    np.testing.assert_allclose(
+        ac.identity_attention(X, lam, block=block), ac.identity_attention(X, lam),
+        rtol=1e-5, atol=1e-5,
+    )
+
+
+def test_two_head_layer_is_sign_invariant(key):
+    """Flipping the sign of a head leaves the layer unchanged (THEORY.md section 2)."""
+    X = jax.random.normal(key, (3, 9, 4))
+    theta = jax.random.normal(jax.random.fold_in(key, 1), (2, 4))
+    flipped = theta.at[1].multiply(-1.0)
+    np.testing.assert_allclose(ac.two_head_layer(flipped, X, 0.7), ac.two_head_layer(theta, X, 0.7), rtol=1e-5, atol=1e-5)
+
+
+def test_two_head_matches_naive_definition(key):
+    """Against a direct transcription of the formula, with jax.nn.softmax on small logits."""
+    X = jax.random.normal(key, (2, 7, 3))
+    theta = jax.random.normal(jax.random.fold_in(key, 1), (3, 3))
+    lam = 0.8
+    P = X @ theta.T  # (n, L, H)
+    expected = jnp.zeros_like(X)
+    for h in range(3):
+        A = jax.nn.softmax(lam * P[..., :, None, h] * P[..., None, :, h], axis=-1)
+        expected += jnp.einsum("nqk,nk->nq", A, P[..., h])[..., None] * theta[h]
+    np.testing.assert_allclose(ac.two_head_layer(theta, X, lam), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_same_key_same_arrays(mixture):
+    a = ac.sample(jax.random.PRNGKey(3), mixture, 4, 9)
+    b = ac.sample(jax.random.PRNGKey(3), mixture, 4, 9)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = ac.sample_in_context(jax.random.PRNGKey(3), 2, 5, 2.0, 0.5, 4, 9)
+    d = ac.sample_in_context(jax.random.PRNGKey(3), 2, 5, 2.0, 0.5, 4, 9)
+    for x, y in zip(c, d):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_in_context_centroids_are_orthogonal_with_norm_r(key):
+    _, labels, mus = ac.sample_in_context(key, 3, 6, 2.5, 0.3, 50, 20)
+    gram = np.einsum("nkd,njd->nkj", mus, mus)
+    np.testing.assert_allclose(gram, np.broadcast_to(2.5**2 * np.eye(3), gram.shape), atol=1e-4)
+    # fresh centroids for every prompt
+    assert np.abs(mus[0] - mus[1]).max() > 0.1
+    assert set(np.unique(labels)) == {0, 1, 2}
+
+
+def test_sample_label_frequencies_follow_weights(key):
+    """With n = 40,000 labels, a frequency's standard error is <= 0.0025: 4 s.e. = 0.01."""
+    m = ac.orthogonal_mixture(3, 4, 1.0, 0.2, weights=[0.2, 0.3, 0.5])
+    X, labels = ac.sample(key, m, 400, 100)
+    freq = np.bincount(np.asarray(labels).ravel(), minlength=3) / labels.size
+    np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.01)
+    resid = np.asarray(X) - np.asarray(m.centroids)[np.asarray(labels)]
+    np.testing.assert_allclose(resid.std(), 0.2, rtol=0.01)
