@@ -1,0 +1,81 @@
+"""Per-prompt k-means and EM: shapes, recovery of well-separated clusters, validation."""
+
+import jax
+import numpy as np
+import pytest
+
+import attnclust as ac
+from attnclust.baselines import em_per_prompt, kmeans_per_prompt
+
+FUNCS = [kmeans_per_prompt, em_per_prompt]
+
+
+@pytest.fixture
+def prompts(key):
+    X, labels = ac.sample(key, ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5), 4, 50)
+    return np.asarray(X), np.asarray(labels)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_shapes_and_label_range(func, prompts):
+    X, _ = prompts
+    labels, centres = func(X, 2, seed=0)
+    assert labels.shape == (4, 50) and centres.shape == (4, 2, 5)
+    assert labels.min() >= 0 and labels.max() <= 1
+    assert np.all(np.isfinite(centres))
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_recovers_separated_clusters(func, prompts):
+    # Separation |mu_1 - mu_2| = 2 sqrt(2) r = 5.7 sigma-units x 2: clusters are almost
+    # disjoint, so both algorithms recover the labels (ARI near 1) and the centroids.
+    X, true = prompts
+    labels, centres = func(X, 2, seed=0)
+    ari = np.asarray(ac.adjusted_rand(true, labels))
+    assert np.all(ari > 0.9)
+    mix = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+    cos = np.asarray(ac.alignment(centres, np.asarray(mix.centroids)))
+    assert np.all(cos > 0.95)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_centres_are_cluster_means(func, prompts):
+    X, _ = prompts
+    labels, centres = func(X, 2, seed=0)
+    if func is kmeans_per_prompt:  # k-means centres are exactly the means of their clusters
+        for i in range(X.shape[0]):
+            for k in range(2):
+                np.testing.assert_allclose(centres[i, k], X[i][labels[i] == k].astype(np.float64).mean(0), atol=1e-6)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_deterministic_and_batch_independent(func, prompts):
+    X, _ = prompts
+    a = func(X, 2, seed=3)
+    b = func(X, 2, seed=3)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_allclose(a[1], b[1])
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_accepts_jax_arrays(func, key):
+    X, _ = ac.sample(key, ac.orthogonal_mixture(K=3, d=4, r=2.0, sigma=0.3), 2, 30)
+    labels, centres = func(X, 3)
+    assert labels.shape == (2, 30) and centres.shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+@pytest.mark.parametrize(
+    "X, K, match",
+    [
+        (np.zeros((3, 10)), 2, "shape"),
+        (np.zeros((2, 10, 3)), 0, "K"),
+        (np.zeros((2, 10, 3)), 2.0, "K"),
+        (np.zeros((2, 10, 3)), True, "K"),
+        (np.zeros((2, 3, 3)), 4, "tokens"),
+        (np.full((2, 10, 3), np.nan), 2, "finite"),
+    ],
+)
+def test_validation(func, X, K, match):
+    with pytest.raises(ValueError, match=match):
+        func(X, K)
