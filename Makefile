@@ -40,7 +40,7 @@ unit: $(STAMP)
 $(CHROMIUM):
 	@echo "Installing Debian's chromium for the browser checks (apt-get)..."
 	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 	test -x $(CHROMIUM)
 
 $(MATHJAX_WHEEL): | $(STAMP)

@@ -84,7 +84,6 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,}|:{3,})\s*(?P<info>[^\n]*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:.-]+)\}")
 _INLINE_MATH = re.compile(r"(?<![\\$])\$(?=[^\s$])[^$\n]{1,300}?(?<=[^\s\\])\$(?!\$)")
 _MATH_MARKERS = re.compile(r"\$\$|\\begin\{(equation|align|gather|multline|eqnarray)")
-_MATH_DIRECTIVES = {"math", "prf:proof"}  # {math} always; proofs are checked via text
 
 
 @dataclass

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -50,6 +49,14 @@ $$
 $$ (eq-mean)
 
 See {prf:ref}`thm-good`, {ref}`sec-widget`, {eq}`eq-mean` and {doc}`planted`.
+
+A SymPy result is shown as typeset math (a text/latex output):
+
+```{code-cell} python3
+import sympy
+x = sympy.Symbol("x", positive=True)
+sympy.sqrt(x) / (1 + sympy.exp(-x))
+```
 
 ```{prf:definition} Centroid
 :label: def-centroid
