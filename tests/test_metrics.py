@@ -1,0 +1,55 @@
+"""Measures of THEORY.md section 7."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import attnclust as ac
+
+
+def test_alignment_is_invariant_to_head_order_and_sign():
+    mu = 2.0 * jnp.eye(2, 4)
+    theta = jnp.array([[0.1, -0.9, 0.0, 0.1], [-1.2, 0.2, 0.1, 0.0]])  # heads swapped, signs flipped
+    a = ac.alignment(theta, mu)
+    expected = [0.9 / np.linalg.norm(theta[0]), 1.2 / np.linalg.norm(theta[1])]
+    np.testing.assert_allclose(a, expected, rtol=1e-6)
+    np.testing.assert_allclose(ac.alignment(theta[::-1], mu), a[::-1], rtol=1e-6)
+    np.testing.assert_array_equal(ac.matching(theta, mu), [1, 0])
+
+
+def test_alignment_uses_best_matching_not_greedy():
+    """Greedy matching would give head 0 centroid 0 (cos 0.8) and leave head 1 with 0.0;
+    the best matching over permutations pairs head 0 with centroid 1 and head 1 with 0."""
+    mu = jnp.eye(2)
+    theta = jnp.array([[0.8, 0.6], [1.0, 0.0]])
+    np.testing.assert_allclose(ac.alignment(theta, mu), [0.6, 1.0], rtol=1e-6)
+
+
+def test_alignment_batches_and_more_heads_than_centroids(key):
+    mu = jnp.eye(2, 3)
+    thetas = jax.random.normal(key, (4, 5, 3, 3))  # (seeds, records, H=3, d)
+    a = ac.alignment(thetas, mu)
+    assert a.shape == (4, 5, 3)
+    assert np.all((a >= 0) & (a <= 1 + 1e-9))
+    np.testing.assert_allclose(a[2, 3], ac.alignment(thetas[2, 3], mu))
+
+
+def test_head_assignments_and_adjusted_rand(key, mixture):
+    X, labels = ac.sample(key, mixture, 3, 200)
+    perfect = ac.head_assignments(mixture.centroids[::-1], X)  # names swapped on purpose
+    ari = ac.adjusted_rand(labels, perfect)
+    assert ari.shape == (3,)
+    assert np.all(ari > 0.95)  # separation r/sigma = 4: misassignment ~ Phi(-2.8) = 0.2%
+    random = jax.random.randint(key, labels.shape, 0, 2)
+    assert np.all(np.abs(ac.adjusted_rand(labels, random)) < 0.05)
+    with pytest.raises(ValueError, match="same shape"):
+        ac.adjusted_rand(labels, labels[:, :10])
+
+
+def test_distortion_of_raw_tokens_is_the_noise_floor(key, mixture):
+    """E||x - mu_c(x)||^2 = d sigma^2; with 100,000 tokens the relative s.e. is
+    sqrt(2/(d n)) = 0.2%, so 1% is 5 s.e."""
+    X, labels = ac.sample(key, mixture, 100, 1000)
+    d = ac.distortion(X, mixture.centroids[labels])
+    assert float(d) == pytest.approx(ac.noise_floor(mixture), rel=0.01)

@@ -1,0 +1,115 @@
+"""Training (THEORY.md section 5): determinism, vmapped seeds, sharding, and the default
+setting's alignment."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import attnclust as ac
+
+
+def test_same_key_same_run(key, mixture):
+    a = ac.fit(key, mixture, steps=60, batch=8, L=10, record_every=20, progress=False)
+    b = ac.fit(key, mixture, steps=60, batch=8, L=10, record_every=20, progress=True)
+    np.testing.assert_array_equal(a.theta, b.theta)  # chunking for the bar changes nothing
+    np.testing.assert_array_equal(a.risk, b.risk)
+    assert a.thetas.shape == (3, 2, 5) and a.risk.shape == (3,)
+    np.testing.assert_array_equal(a.steps, [20, 40, 60])
+    np.testing.assert_array_equal(a.thetas[-1], a.theta)
+
+
+def test_fit_many_equals_separate_fits(key, mixture):
+    keys = jax.random.split(key, 3)
+    many = ac.fit_many(keys, mixture, steps=40, batch=8, L=10, record_every=20, progress=False)
+    for i in (0, 2):
+        one = ac.fit(keys[i], mixture, steps=40, batch=8, L=10, record_every=20, progress=False)
+        np.testing.assert_allclose(many.theta[i], one.theta, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(many.risk[i], one.risk, rtol=1e-5)
+
+
+def test_fit_many_sweeps_lam(key, mixture):
+    keys = jax.random.split(key, 2)
+    lams = jnp.array([0.5, 2.0])
+    many = ac.fit_many(keys, mixture, lam=lams, steps=40, batch=8, L=10, record_every=20, progress=False)
+    one = ac.fit(keys[1], mixture, lam=2.0, steps=40, batch=8, L=10, record_every=20, progress=False)
+    np.testing.assert_allclose(many.theta[1], one.theta, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("init", ac.INITS)
+def test_initialisations(key, mixture, init):
+    theta = ac.init_theta(key, mixture, kind=init)
+    assert theta.shape == (2, 5)
+    norms = np.linalg.norm(theta, axis=-1)
+    if init == "small":
+        assert norms.max() < 0.1
+    if init == "large":
+        assert norms.min() > 1.0
+    if init == "near":
+        assert ac.alignment(theta, mixture.centroids).min() > 0.9
+    if init == "close":
+        cos = abs(float(theta[0] @ theta[1])) / (norms[0] * norms[1])
+        assert cos > 0.9
+
+
+def test_training_lowers_risk(key, mixture):
+    r = ac.fit(key, mixture, steps=300, batch=16, L=20, record_every=100, progress=False)
+    assert r.risk[-1] < 0.7 * r.risk[0]
+    assert r.alignment(mixture.centroids).shape == (3, 2)
+
+
+@pytest.mark.slow
+def test_default_setting_aligns_most_seeds(mixture):
+    """THEORY.md section 5 default: d=5, K=2, L=50, r=2, sigma=0.5, lam=1, 8 seeds.
+
+    Measured: 8/8 seeds reach per-head |cos| between 0.985 and 0.988 after 2000 Adam
+    steps (lr 1e-2, batch 32) from the small random initialisation: near, but not exactly,
+    aligned (the large-L minimiser has |cos| = 0.986, attnclust.symbolic).
+    """
+    keys = jax.random.split(jax.random.PRNGKey(0), 8)
+    result = ac.fit_many(keys, mixture, lam=1.0, steps=2000, batch=32, L=50, progress=False)
+    cos = result.final_alignment(mixture.centroids)  # (8, 2)
+    reached = int(np.sum(cos.min(axis=1) >= 0.97))
+    print(f"\n{reached}/8 seeds reached alignment >= 0.97; per-seed min |cos|: {np.round(cos.min(axis=1), 4)}")
+    assert reached >= 5
+    assert cos.max() < 0.999  # the tilt: not exactly aligned
+
+
+SHARDED = textwrap.dedent(
+    """
+    import json, jax, numpy as np, attnclust as ac
+    m = ac.orthogonal_mixture()
+    keys = jax.random.split(jax.random.PRNGKey(5), 8)
+    r = ac.fit_many(keys, m, lam=jax.numpy.linspace(0.5, 2.0, 8), steps=40, batch=8, L=10,
+                    record_every=20, progress=False)
+    print(json.dumps({"devices": jax.device_count(), "theta": np.asarray(r.theta).tolist(),
+                      "risk": np.asarray(r.risk).tolist()}))
+    """
+)
+
+
+def _run_with_devices(n):
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_fit_many_sharded_over_four_devices_matches_one():
+    """Seeds (and their lam) sharded over 4 CPU devices give the results of one device."""
+    one, four = _run_with_devices(1), _run_with_devices(4)
+    assert one["devices"] == 1 and four["devices"] == 4
+    np.testing.assert_allclose(four["theta"], one["theta"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(four["risk"], one["risk"], rtol=1e-5)
+
+
+def test_seed_sharding_is_used_with_several_devices():
+    code = "import jax; from attnclust.train import _seed_sharding; s = _seed_sharding(8); print(s is not None and len(s.device_set))"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "4"
