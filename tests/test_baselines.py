@@ -79,3 +79,17 @@ def test_accepts_jax_arrays(func, key):
 def test_validation(func, X, K, match):
     with pytest.raises(ValueError, match=match):
         func(X, K)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+@pytest.mark.parametrize("n_init", [0, 1.5, True])
+def test_n_init_validation(func, n_init):
+    with pytest.raises(ValueError, match="n_init"):
+        func(np.zeros((1, 10, 2)), 2, n_init=n_init)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_single_restart(func, prompts):
+    X, true = prompts
+    labels, _ = func(X, 2, n_init=1)
+    assert np.all(np.asarray(ac.adjusted_rand(true, labels)) > 0.9)
