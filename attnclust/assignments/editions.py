@@ -1,0 +1,148 @@
+"""Student and instructor notebooks of a chapter, and the autograder material.
+
+Both editions are plain Jupyter notebooks: the MyST directives of the exercises are turned
+into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title``), the ``{solution-start}`` /
+``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
+student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
+ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
+both, visible, so students can check themselves; when grading, the grader puts the
+authoritative checks back from the chapter source whatever the student did to them.
+
+This is its own processing step on purpose: sphinx-exercise's ``hide_solutions`` option
+crashes the HTML build on gated solutions, and it only concerns HTML anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from .source import Chapter, Exercise
+
+__all__ = ["STARTER_MARK", "autograder_material", "instructor_notebook", "student_notebook",
+           "write_editions"]
+
+STARTER_MARK = "# YOUR ANSWER HERE"
+
+
+def _new_nb(chapter: Chapter) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    meta = {k: v for k, v in chapter.metadata.items() if k != "jupytext"}
+    meta.setdefault("kernelspec", {"display_name": "Python 3", "language": "python",
+                                   "name": "python3"})
+    meta.setdefault("language_info", {"name": "python"})
+    nb.metadata.update(meta)
+    return nb
+
+
+def _code_cell(source: str, template: nbformat.NotebookNode | None = None,
+               extra_meta: dict | None = None) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source)
+    if template is not None:
+        meta = {k: v for k, v in template.metadata.items() if k not in ("execution",)}
+        cell.metadata.update(meta)
+    if extra_meta:
+        cell.metadata.update(extra_meta)
+    return cell
+
+
+def _check_cell(piece_source: str, template, label: str) -> nbformat.NotebookNode:
+    cell = _code_cell(piece_source, template)
+    tags = list(cell.metadata.get("tags", []))
+    if "check" not in tags:
+        tags.append("check")
+    cell.metadata["tags"] = tags
+    cell.metadata["attnclust"] = {"check": label}
+    return cell
+
+
+def _prompt(ex: Exercise) -> str:
+    how = {
+        "derivation": "Derive it (SymPy helps) in the cell below, adding cells as needed",
+        "coding": "Write your code in the cell below, adding cells as needed",
+        "interpretation": "Choose one of the options and write its letter as a string, "
+                          "e.g. `\"a\"`",
+    }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
+    return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). {how}; store your answer "
+            f"in `{ex.variable}`. The check cell after it tells you whether it is right.")
+
+
+def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
+    nb = _new_nb(chapter)
+    md: list[str] = []
+
+    def flush() -> None:
+        if md:
+            nb.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(md)))
+            md.clear()
+
+    for p in chapter.pieces:
+        ex = chapter.exercises.get(p.label) if p.label else None
+        if p.kind in ("text", "exercise"):
+            md.append(p.source)
+        elif p.kind == "code":
+            flush()
+            nb.cells.append(_code_cell(p.source, p.cell))
+        elif p.kind == "answer":
+            if student:
+                md.append(_prompt(ex))
+                flush()
+                nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",
+                                           extra_meta={"attnclust": {"answer": ex.label}}))
+            else:
+                md.append(f"**Solution to exercise {ex.number}** (`{ex.label}`).")
+        elif p.kind == "solution_text":
+            if not student:
+                md.append(p.source)
+        elif p.kind == "solution_code":
+            if not student:
+                flush()
+                nb.cells.append(_code_cell(p.source, p.cell,
+                                           {"attnclust": {"solution": p.label}}))
+        elif p.kind == "check":
+            flush()
+            nb.cells.append(_check_cell(p.source, p.cell, p.label))
+    flush()
+    return nb
+
+
+def student_notebook(chapter: Chapter) -> nbformat.NotebookNode:
+    """The chapter without its solutions: a prompt and a starter cell in place of each."""
+    return _assemble(chapter, student=True)
+
+
+def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
+    """The whole chapter with its reference solutions, as a clean notebook."""
+    return _assemble(chapter, student=False)
+
+
+def autograder_material(chapter: Chapter) -> dict:
+    """What grading needs, as JSON-able data: each exercise's label, variable, points, checks."""
+    return {
+        "chapter": chapter.stem,
+        "total_points": chapter.total_points,
+        "exercises": [
+            {"label": e.label, "number": e.number, "title": e.title, "kind": e.kind,
+             "variable": e.variable, "points": e.points, "checks": e.checks}
+            for e in chapter.exercises.values()
+        ],
+    }
+
+
+def write_editions(chapter: Chapter, out: str | Path) -> dict[str, Path]:
+    """Write ``out/student/<stem>.ipynb``, ``out/instructor/<stem>.ipynb`` and
+    ``out/autograder/<stem>.json``; return the three paths."""
+    out = Path(out)
+    paths = {
+        "student": out / "student" / f"{chapter.stem}.ipynb",
+        "instructor": out / "instructor" / f"{chapter.stem}.ipynb",
+        "autograder": out / "autograder" / f"{chapter.stem}.json",
+    }
+    for p in paths.values():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(student_notebook(chapter), paths["student"])
+    nbformat.write(instructor_notebook(chapter), paths["instructor"])
+    paths["autograder"].write_text(json.dumps(autograder_material(chapter), indent=1) + "\n")
+    return paths

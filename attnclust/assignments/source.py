@@ -1,0 +1,332 @@
+"""Read a chapter's exercises from its MyST source (the single source of truth).
+
+A chapter (``chapters/<stem>.md``) is read with jupytext into notebook cells. An exercise is
+written as in the book's brief (CONTRIBUTING.md, "Exercises")::
+
+    ```{exercise} Short title
+    :label: ex-<stem>-<n>
+
+    Statement ... Store your answer in `ex_<stem>_<n>`.
+    ```
+
+    ```{solution-start} ex-<stem>-<n>
+    :class: dropdown
+    ```
+    Explanation in Markdown.
+    ```{code-cell} python3
+    ex_<stem>_<n> = ...
+    ```
+    ```{solution-end}
+    ```
+
+    ```{code-cell} python3
+    :tags: [remove-input, check]
+    # check ex-<stem>-<n> points=2
+    assert ..., "ex-<stem>-<n>: expected ..."
+    ```
+
+:func:`parse_chapter` walks the cells once and returns a :class:`Chapter`: a list of
+:class:`Piece` objects (narrative, exercise statements, solution content, check cells, in
+source order) and one :class:`Exercise` record per label. The editions
+(:mod:`attnclust.assignments.editions`) and the grader (:mod:`attnclust.assignments.grading`)
+are built from that record only. The non-gated ``{solution}`` directive (a solution without
+code cells) and gated exercises (``{exercise-start}`` ... ``{exercise-end}``) are read too.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import nbformat
+
+__all__ = [
+    "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_header", "parse_chapter",
+    "parse_notebook", "split_fences",
+]
+
+CHECK_LINE = re.compile(r"^\s*#\s*check\s+(?P<label>[\w.:-]+)\s+points\s*=\s*(?P<points>\d+(?:\.\d+)?)")
+"""First line of a check cell: ``# check <label> points=<N>``."""
+
+_FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+
+
+def check_header(source: str) -> tuple[str, float] | None:
+    """``(label, points)`` if the first non-empty line of ``source`` is a check header."""
+    for line in source.splitlines():
+        if line.strip():
+            m = CHECK_LINE.match(line)
+            return (m["label"], float(m["points"])) if m else None
+    return None
+
+
+@dataclass
+class Fenced:
+    """A top-level fenced block of a Markdown cell; ``name`` is set for a MyST directive."""
+
+    raw: str
+    name: str | None
+    arg: str
+    options: dict[str, str]
+    body: str
+
+
+def split_fences(text: str) -> list[str | Fenced]:
+    """Split Markdown into plain text and top-level fenced blocks (CommonMark fence rules).
+
+    A fence opened with ``n`` backticks, tildes or colons closes at the first line made only of
+    at least ``n`` of the same character; nested directives therefore use longer outer fences,
+    as MyST requires. An unclosed fence runs to the end of the text.
+    """
+    lines = text.split("\n")
+    out: list[str | Fenced] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        if not m:
+            plain.append(lines[i])
+            i += 1
+            continue
+        char, n = m["fence"][0], len(m["fence"])
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{" + str(n) + r",}\s*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        block = lines[i:j + 1]
+        inner = lines[i + 1:j]
+        if plain:
+            out.append("\n".join(plain))
+            plain = []
+        d = _DIRECTIVE.match(m["info"].strip())
+        options: dict[str, str] = {}
+        body_start = 0
+        if d:
+            for k, line in enumerate(inner):
+                om = _OPTION.match(line.strip())
+                if om and line.strip():
+                    options[om["key"]] = om["value"].strip()
+                    body_start = k + 1
+                else:
+                    break
+        body = "\n".join(inner[body_start:]).strip("\n")
+        out.append(Fenced("\n".join(block), d["name"] if d else None,
+                          d["arg"].strip() if d else "", options, body))
+        i = j + 1
+    if plain:
+        out.append("\n".join(plain))
+    return out
+
+
+PieceKind = Literal["text", "code", "exercise", "solution_text", "solution_code", "check",
+                    "answer"]
+
+
+@dataclass
+class Piece:
+    """One unit of the chapter in source order.
+
+    ``kind``: ``text`` (narrative Markdown), ``code`` (a narrative code cell), ``exercise``
+    (an exercise statement, rendered as Markdown), ``solution_text`` / ``solution_code``
+    (content of a solution), ``check`` (a check cell), ``answer`` (the place where a
+    solution stood: the student edition puts its prompt and starter cell there).
+    """
+
+    kind: PieceKind
+    source: str
+    label: str | None = None
+    cell: nbformat.NotebookNode | None = None
+
+
+@dataclass
+class Exercise:
+    """One exercise: statement, reference solution and its checks."""
+
+    label: str
+    title: str = ""
+    statement: str = ""
+    kind: str = ""
+    solution_text: list[str] = field(default_factory=list)
+    solution_code: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    points: float = 0.0
+    number: int = 0
+
+    @property
+    def variable(self) -> str:
+        """The answer variable: the ``ex_*`` name the solution assigns and the check reads."""
+        assigned: list[str] = []
+        for src in self.solution_code:
+            assigned += [n for n in _assigned_names(src) if n.startswith("ex_")]
+        used = [n for src in self.checks for n in _used_names(src) if n.startswith("ex_")]
+        for name in reversed(assigned):
+            if not used or name in used:
+                return name
+        if used:
+            return used[0]
+        return self.label.replace("-", "_").replace(".", "_")
+
+    @property
+    def solution_lines(self) -> list[str]:
+        """Every non-empty line of the solution (Markdown and code), stripped."""
+        return [ln.strip() for src in self.solution_text + self.solution_code
+                for ln in src.splitlines() if ln.strip()]
+
+
+def _assigned_names(src: str) -> list[str]:
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return re.findall(r"^(ex_\w+)\s*=", src, flags=re.M)
+    names = []
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for t in targets:
+            names += [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names
+
+
+def _used_names(src: str) -> list[str]:
+    try:
+        return [n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)]
+    except SyntaxError:
+        return re.findall(r"\bex_\w+", src)
+
+
+@dataclass
+class Chapter:
+    """A parsed chapter: its pieces in order, its exercises, and problems found."""
+
+    stem: str
+    pieces: list[Piece]
+    exercises: dict[str, Exercise]
+    metadata: dict
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def total_points(self) -> float:
+        return sum(e.points for e in self.exercises.values())
+
+
+def _exercise_markdown(ex: Exercise) -> str:
+    title = f" — {ex.title}" if ex.title else ""
+    return f"**Exercise {ex.number}** (`{ex.label}`){title}\n\n{ex.statement}".rstrip()
+
+
+def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
+    """Parse a notebook read from a chapter's MyST source (see the module docstring)."""
+    pieces: list[Piece] = []
+    exercises: dict[str, Exercise] = {}
+    problems: list[str] = []
+    in_solution: str | None = None
+    in_exercise: str | None = None  # inside {exercise-start} ... {exercise-end}
+
+    def get(label: str) -> Exercise:
+        if label not in exercises:
+            exercises[label] = Exercise(label=label, number=len(exercises) + 1)
+        return exercises[label]
+
+    def add_text(text: str) -> None:
+        if not text.strip():
+            return
+        if in_solution:
+            get(in_solution).solution_text.append(text.strip("\n"))
+            pieces.append(Piece("solution_text", text.strip("\n"), in_solution))
+        elif in_exercise:
+            ex = get(in_exercise)
+            ex.statement = (ex.statement + "\n\n" + text.strip("\n")).strip("\n")
+            pieces.append(Piece("exercise", text.strip("\n"), in_exercise))
+        else:
+            pieces.append(Piece("text", text.strip("\n")))
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for part in split_fences(cell.source):
+                if isinstance(part, str):
+                    add_text(part)
+                    continue
+                name = part.name
+                if name in ("exercise", "exercise-start"):
+                    label = part.options.get("label")
+                    if not label:
+                        problems.append(f"exercise {part.arg!r} has no :label:")
+                        label = f"ex-{stem}-unlabelled-{len(exercises) + 1}"
+                    ex = get(label)
+                    ex.title = part.arg
+                    ex.statement = part.body.strip()
+                    km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation)",
+                                   part.body, re.I)
+                    ex.kind = km[1].lower() if km else ex.kind
+                    pieces.append(Piece("exercise", _exercise_markdown(ex), label))
+                    if name == "exercise-start":
+                        in_exercise = label
+                elif name == "exercise-end":
+                    in_exercise = None
+                elif name == "solution-start":
+                    if in_solution:
+                        problems.append(f"solution of {in_solution} not closed before "
+                                        f"solution of {part.arg}")
+                    in_solution = part.arg
+                    if part.arg not in exercises:
+                        problems.append(f"solution for unknown exercise {part.arg!r}")
+                    get(part.arg)
+                    pieces.append(Piece("answer", "", part.arg))
+                elif name == "solution-end":
+                    if not in_solution:
+                        problems.append("solution-end without solution-start")
+                    in_solution = None
+                elif name == "solution":
+                    label = part.arg
+                    if label not in exercises:
+                        problems.append(f"solution for unknown exercise {label!r}")
+                    get(label).solution_text.append(part.body)
+                    pieces.append(Piece("answer", "", label))
+                    pieces.append(Piece("solution_text", part.body, label))
+                else:
+                    add_text(part.raw)
+        elif cell.cell_type == "code":
+            header = check_header(cell.source)
+            tags = cell.metadata.get("tags", [])
+            if header or "check" in tags:
+                if not header:
+                    problems.append("check cell without a '# check <label> points=N' first line")
+                    pieces.append(Piece("code", cell.source, cell=cell))
+                    continue
+                label, points = header
+                if label not in exercises:
+                    problems.append(f"check for unknown exercise {label!r}")
+                ex = get(label)
+                ex.checks.append(cell.source)
+                ex.points += points
+                pieces.append(Piece("check", cell.source, label, cell=cell))
+            elif in_solution:
+                get(in_solution).solution_code.append(cell.source)
+                pieces.append(Piece("solution_code", cell.source, in_solution, cell=cell))
+            else:
+                pieces.append(Piece("code", cell.source, cell=cell))
+        else:  # raw cells
+            pieces.append(Piece("text", cell.source))
+    if in_solution:
+        problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
+    for ex in exercises.values():
+        if not ex.checks:
+            problems.append(f"{ex.label}: no check cell")
+        if not (ex.solution_code or ex.solution_text):
+            problems.append(f"{ex.label}: no solution")
+    return Chapter(stem, pieces, exercises, copy.deepcopy(dict(nb.metadata)), problems)
+
+
+def parse_chapter(path: str | Path) -> Chapter:
+    """Read ``chapters/<stem>.md`` (MyST notebook) with jupytext and parse its exercises."""
+    import jupytext
+
+    path = Path(path)
+    nb = jupytext.read(path)
+    return parse_notebook(nb, path.stem)
