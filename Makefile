@@ -17,7 +17,7 @@ CHROMIUM      ?= /usr/bin/chromium
 MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv book test unit browser browser-deps clean
+.PHONY: venv book test unit browser browser-deps clean assignments
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,3 +59,10 @@ test: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# Student and instructor notebooks of every chapter with exercises, and the autograder
+# material (chapters/instructors.md). Grade with:
+#   .venv/bin/python -m attnclust.assignments grade SUBMISSIONS --chapter STEM --out grades.csv
+ASSIGNMENTS_OUT ?= _build/assignments
+assignments: $(STAMP)
+	$(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT)
