@@ -1,0 +1,292 @@
+"""Stationary points of the large-L risk and the finite-L gap (THEORY.md sections 3-5;
+chapter "The two-head layer and its population risk").
+
+- ``value_grad_hess``: R_inf, its gradient and its Hessian (``jax.grad`` / ``jax.hessian``
+  of the quadrature risk), compiled once per mixture shape and reused for every point.
+- ``newton_stationary``: Newton's method on grad R_inf = 0. Newton converges to the
+  stationary point nearest its start whatever its index, so it finds saddles as well as
+  minima; ``classify`` names the point from the Hessian's eigenvalues.
+- ``head_gradient`` and ``fixed_point_map``: the gradient of ||z - T(z)||^2 with respect to
+  each theta_h written out by hand (the chapter derives it), averaged over given queries,
+  and the fixed-point form of the stationarity condition.
+- ``risk_gap``: R_L - R_inf measured at finite L with a paired (control-variate)
+  estimator, and ``loglog_slope`` for its rate.
+
+Everything runs in float32, like the rest of the library: gradients are accurate to about
+1e-6 and Hessian eigenvalues to about 1e-4 at the book's settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from . import _validate as v
+from ._numerics import softmax_small
+from .limits import _log_weights, head_coefficients
+from .mixture import GaussianMixture, sample
+from .risk import _population_risk
+
+__all__ = [
+    "value_grad_hess",
+    "StationaryPoint",
+    "newton_stationary",
+    "classify",
+    "head_gradient",
+    "fixed_point_map",
+    "risk_gap",
+    "loglog_slope",
+]
+
+
+@partial(jax.jit, static_argnums=3)
+def _vgh(theta, mixture, lam, n_nodes):
+    f = lambda t: _population_risk(t, mixture, lam, n_nodes)  # noqa: E731
+    value, grad = jax.value_and_grad(f)(theta)
+    return value, grad, jax.hessian(f)(theta)
+
+
+def value_grad_hess(
+    theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n_nodes: int = 40
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """R_inf(theta), its gradient (H, d) and its Hessian (H d, H d), by ``jax.grad`` and
+    ``jax.hessian`` of ``population_risk`` (one jit compilation per mixture shape; lam and
+    the mixture's values are traced, so sweeps reuse it)."""
+    theta = jnp.asarray(theta, jnp.float32)
+    if theta.ndim != 2:
+        raise ValueError(f"theta must have shape (H, d), got shape {theta.shape}")
+    v.same_dim("theta", theta.shape[1], "mixture", mixture.d)
+    v.positive_finite("lam", lam)
+    n_nodes = v.positive_int("n_nodes", n_nodes, minimum=2)
+    value, grad, hess = _vgh(theta, mixture, jnp.float32(lam), n_nodes)
+    n = theta.size
+    return float(value), np.asarray(grad, np.float64), np.asarray(hess, np.float64).reshape(n, n)
+
+
+def classify(eigenvalues: np.ndarray, tol: float = 1e-3) -> str:
+    """Name a stationary point from its Hessian eigenvalues: "local minimum" (all > tol),
+    "local maximum" (all < -tol), "saddle" (some < -tol and some > tol), else
+    "degenerate minimum" (none < -tol, some |.| <= tol: flat directions, for instance a
+    continuous symmetry of the mixture) or "degenerate"."""
+    ev = np.asarray(eigenvalues, float)
+    neg, pos = np.any(ev < -tol), np.any(ev > tol)
+    if neg and pos:
+        return "saddle"
+    if pos and not neg:
+        return "local minimum" if np.all(ev > tol) else "degenerate minimum"
+    if neg and not pos:
+        return "local maximum"
+    return "degenerate"
+
+
+@dataclass(frozen=True)
+class StationaryPoint:
+    """A stationary point of R_inf found by ``newton_stationary``.
+
+    Attributes:
+        theta: (H, d) heads.
+        risk: R_inf(theta).
+        grad_norm: ||grad R_inf(theta)|| (Frobenius) at the returned point.
+        eigenvalues: the Hessian's eigenvalues, ascending.
+        kind: ``classify(eigenvalues)``.
+        iterations: Newton steps taken.
+    """
+
+    theta: np.ndarray
+    risk: float
+    grad_norm: float
+    eigenvalues: np.ndarray
+    kind: str
+    iterations: int
+
+    @property
+    def index(self) -> int:
+        """Number of negative Hessian eigenvalues (below -1e-3): 0 at a minimum."""
+        return int(np.sum(self.eigenvalues < -1e-3))
+
+
+def newton_stationary(
+    theta0: Float[Array, "H d"],
+    mixture: GaussianMixture,
+    lam: float,
+    n_nodes: int = 40,
+    tol: float = 1e-5,
+    max_iter: int = 50,
+) -> StationaryPoint:
+    """Solve grad R_inf(theta) = 0 by Newton's method from ``theta0``.
+
+    Each step solves H step = grad in the least-squares sense (``numpy.linalg.lstsq``,
+    relative cut-off 1e-6), so flat directions of a symmetric mixture do not blow the step
+    up. Newton is attracted by stationary points of every index, so from a symmetric start
+    it finds the saddle that the symmetry pins, not a minimum. Stops when ||grad|| < tol
+    or after ``max_iter`` steps; the caller should check ``grad_norm``.
+    """
+    theta = np.asarray(theta0, np.float64)
+    it = 0
+    for it in range(1, max_iter + 1):
+        _, g, h = value_grad_hess(theta, mixture, lam, n_nodes)
+        if np.linalg.norm(g) < tol:
+            it -= 1
+            break
+        step = np.linalg.lstsq(h, g.ravel(), rcond=1e-6)[0]
+        theta = theta - step.reshape(theta.shape)
+    value, g, h = value_grad_hess(theta, mixture, lam, n_nodes)
+    ev = np.linalg.eigvalsh(0.5 * (h + h.T))
+    return StationaryPoint(
+        theta=np.asarray(jnp.asarray(theta, jnp.float32), np.float64),
+        risk=value,
+        grad_norm=float(np.linalg.norm(g)),
+        eigenvalues=ev,
+        kind=classify(ev),
+        iterations=it,
+    )
+
+
+def _head_terms(theta, z, mixture, lam):
+    """phi (n, H) and grad_theta_h phi_h (n, H, d) at queries z (n, d).
+
+    phi_h(z) = s sigma^2 ||theta_h||^2 + sum_c alpha_c m_c, s = lam <theta_h, z>,
+    m_c = <theta_h, mu_c>, alpha = softmax(log pi + s m), and
+    grad phi_h = lam sigma^2 ||theta_h||^2 z + 2 s sigma^2 theta_h + sum_c alpha_c mu_c
+                 + lam Var_alpha(m) z + s Cov_alpha(m, mu).
+    """
+    sigma2 = mixture.sigma**2
+    mu = mixture.centroids  # (K, d)
+    m = theta @ mu.T  # (H, K)
+    s = lam * (z @ theta.T)  # (n, H)
+    alpha = softmax_small(_log_weights(mixture), m, s)  # (n, H, K)
+    sq = jnp.sum(theta**2, axis=-1)  # (H,)
+    mean_m = jnp.sum(alpha * m, axis=-1)  # (n, H)
+    var_m = jnp.sum(alpha * m**2, axis=-1) - mean_m**2
+    mean_mu = alpha @ mu  # (n, H, d)
+    cov = (alpha * m) @ mu - mean_m[..., None] * mean_mu  # (n, H, d)
+    phi = s * sigma2 * sq + mean_m
+    grad_phi = (
+        (lam * sigma2 * sq + lam * var_m)[..., None] * z[:, None, :]
+        + 2 * (s * sigma2)[..., None] * theta[None]
+        + mean_mu
+        + s[..., None] * cov
+    )
+    return phi, grad_phi
+
+
+def head_gradient(
+    theta: Float[Array, "H d"], z: Float[Array, "n d"], mixture: GaussianMixture, lam: float
+) -> np.ndarray:
+    """The hand-derived gradient of the large-L risk, averaged over the queries z:
+
+        grad_h = -2 mean_z [ phi_h(z) (z - T(z)) + <theta_h, z - T(z)> grad phi_h(z) ],
+
+    T(z) = sum_h phi_h(z) theta_h. With z drawn from the mixture this is an unbiased
+    estimate of grad_{theta_h} R_inf; on the same z it equals ``jax.grad`` of the Monte
+    Carlo risk exactly (up to rounding)."""
+    theta = jnp.asarray(theta, jnp.float32)
+    z = jnp.asarray(z, jnp.float32)
+    phi, gphi = _head_terms(theta, z, mixture, lam)
+    resid = z - phi @ theta  # (n, d)
+    proj = resid @ theta.T  # (n, H): <theta_h, z - T(z)>
+    g = phi[..., None] * resid[:, None, :] + proj[..., None] * gphi
+    return np.asarray(-2 * jnp.mean(g, axis=0), np.float64)
+
+
+def fixed_point_map(
+    theta: Float[Array, "H d"], z: Float[Array, "n d"], mixture: GaussianMixture, lam: float
+) -> np.ndarray:
+    """The stationarity condition grad_h = 0 solved for theta_h (chapter, fixed-point form):
+
+        theta_h = ( E[phi_h (z - sum_{h' != h} phi_h' theta_h')] + E[<theta_h, z - T> grad phi_h] )
+                  / E[phi_h^2],
+
+    expectations replaced by means over the queries z. A stationary point is a fixed
+    point of this map (to Monte Carlo accuracy); returns the map's value (H, d)."""
+    theta = jnp.asarray(theta, jnp.float32)
+    z = jnp.asarray(z, jnp.float32)
+    phi, gphi = _head_terms(theta, z, mixture, lam)
+    T = phi @ theta
+    proj = (z - T) @ theta.T  # (n, H)
+    others = T[:, None, :] - phi[..., None] * theta[None]  # (n, H, d): sum_{h' != h}
+    num = jnp.mean(phi[..., None] * (z[:, None, :] - others) + proj[..., None] * gphi, axis=0)
+    den = jnp.mean(phi**2, axis=0)
+    return np.asarray(num / den[:, None], np.float64)
+
+
+@jax.jit
+def _block_gaps(theta, X, mixture, lam, L):
+    """Per-token d_l for prompts cut into blocks of L consecutive tokens: token l attends
+    only to the tokens of its own block (a block-diagonal mask), so one array X (n, Lmax, d)
+    holds n Lmax / L independent prompts of length L and one compilation serves every L."""
+    idx = jnp.arange(X.shape[-2]) // L
+    mask = idx[:, None] == idx[None, :]  # (Lmax, Lmax)
+
+    def one(x):  # x (Lmax, d)
+        P = x @ theta.T  # (Lmax, H)
+        logits = lam * P.T[:, :, None] * P.T[:, None, :]  # (H, q, k)
+        w = jax.nn.softmax(jnp.where(mask, logits, -jnp.inf), axis=-1)
+        out = jnp.einsum("hqk,kh->qh", w, P) @ theta
+        lim = head_coefficients(P, theta, mixture, lam) @ theta
+        return jnp.sum((x - out) ** 2, -1) - jnp.sum((x - lim) ** 2, -1)
+
+    return jax.lax.map(one, X)
+
+
+def risk_gap(
+    key: PRNGKeyArray,
+    theta: Float[Array, "H d"],
+    mixture: GaussianMixture,
+    lam: float,
+    Ls: list[int] | np.ndarray,
+    n_tokens: int = 131_072,
+    n_nodes: int = 40,
+) -> dict[str, np.ndarray]:
+    """R_L - R_inf at each prompt length L, with its standard error.
+
+    Paired estimator: for every token, d_l = ||x_l - T(X)_l||^2 - ||x_l - T_inf(x_l)||^2;
+    its mean estimates R_L - E||x - T_inf(x)||^2 = R_L - R_inf exactly (R_inf by
+    quadrature is returned beside it), and since T(X)_l is close to T_inf(x_l) its
+    variance is far smaller than that of the risk itself. The same ``n_tokens`` tokens
+    (rounded to whole prompts of length max(Ls); every L must divide max(Ls)) are cut into
+    prompts of each length L; the standard error is over prompts (tokens of one prompt are
+    dependent). Attention here uses ``jax.nn.softmax`` with a block mask (tested equal to
+    ``two_head_layer`` on each block).
+
+    Returns arrays ``L``, ``gap``, ``se``, ``n_prompts`` and the scalar ``r_inf``.
+    """
+    Ls = np.asarray(Ls, int)
+    Lmax = int(Ls.max())
+    if np.any(Lmax % Ls):
+        raise ValueError(f"every L must divide max(Ls)={Lmax}, got Ls={Ls.tolist()}")
+    v.positive_finite("lam", lam)
+    theta = jnp.asarray(theta, jnp.float32)
+    r_inf = float(_population_risk(theta, mixture, jnp.float32(lam), n_nodes))
+    n = max(2, int(n_tokens) // Lmax)
+    X, _ = sample(key, mixture, n, Lmax)
+    gaps, ses, ns = [], [], []
+    for L in Ls:
+        dl = np.asarray(_block_gaps(theta, X, mixture, jnp.float32(lam), jnp.int32(L)), np.float64)
+        per_prompt = dl.reshape(-1, int(L)).mean(axis=-1)
+        gaps.append(per_prompt.mean())
+        ses.append(per_prompt.std(ddof=1) / np.sqrt(per_prompt.size))
+        ns.append(per_prompt.size)
+    return {"L": Ls, "gap": np.array(gaps), "se": np.array(ses),
+            "n_prompts": np.array(ns), "r_inf": r_inf}
+
+
+def loglog_slope(x: np.ndarray, y: np.ndarray, se: np.ndarray | None = None) -> tuple[float, float]:
+    """Slope of log|y| against log x by weighted least squares (weights from the standard
+    errors of y, propagated to log: se / |y|); returns (slope, standard error of slope)."""
+    x, y = np.asarray(x, float), np.abs(np.asarray(y, float))
+    lx, ly = np.log(x), np.log(y)
+    w = np.ones_like(lx) if se is None else (y / np.asarray(se, float)) ** 2
+    A = np.stack([lx, np.ones_like(lx)], axis=1)
+    W = np.diag(w)
+    cov = np.linalg.inv(A.T @ W @ A)
+    beta = cov @ A.T @ W @ ly
+    resid = ly - A @ beta
+    dof = max(len(x) - 2, 1)
+    scale = max(float(resid @ W @ resid) / dof, 1.0) if se is not None else float(resid @ resid) / dof
+    return float(beta[0]), float(np.sqrt(cov[0, 0] * scale))
