@@ -1,0 +1,162 @@
+"""Figures of the preface, "Gaussian mixtures and clustering" and "Attention as soft
+pooling": each builds and contains data; the helpers they rest on compute what they claim;
+the mixture explorer's callback redraws when a slider moves and is fast enough."""
+
+import io
+import time
+
+import jax
+import matplotlib.figure
+import numpy as np
+import pytest
+
+import attnclust as ac
+from attnclust.figures import FIGURES, make, names
+from attnclust.figures import attention as fa
+from attnclust.figures import mixtures as fm
+from attnclust.widgets import mixture as wm
+
+THEORY_A = {
+    "preface-layers": "preface",
+    "mixture-prompts": "mixtures",
+    "mixture-explorer": "mixtures",
+    "clustering-vs-separation": "mixtures",
+    "softmax-temperature": "attention",
+    "tilting-sampling": "attention",
+    "head-large-L": "attention",
+}
+
+
+def _data_count(fig: matplotlib.figure.Figure) -> int:
+    """Number of plotted data points (lines, scatter offsets, bars) over all axes."""
+    n = 0
+    for ax in fig.axes:
+        n += sum(len(line.get_xdata()) for line in ax.get_lines())
+        n += sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets"))
+        n += len(ax.patches)
+    return n
+
+
+def test_registered():
+    all_names = names()
+    for name, chapter in THEORY_A.items():
+        assert name in all_names
+        assert FIGURES[name].chapter == chapter
+
+
+@pytest.mark.parametrize("name", sorted(THEORY_A))
+def test_figure_builds_with_data(name):
+    fig = make(name)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    assert fig.axes and _data_count(fig) > 10
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=40)  # renders without error
+    assert buf.tell() > 1000
+
+
+# --- mixtures -------------------------------------------------------------------------
+
+
+def test_mixture_weights():
+    np.testing.assert_allclose(wm.mixture_weights(3, 0.5), [0.5, 0.25, 0.25])
+    np.testing.assert_allclose(wm.mixture_weights(1, 0.3), [1.0])
+    with pytest.raises(ValueError, match="weight"):
+        wm.mixture_weights(2, 1.0)
+
+
+def test_sample_prompt_follows_the_mixture():
+    X, lab, mu = wm.sample_prompt(3, 4.0, 0.6, 6, seed=1, L=4000)
+    assert X.shape == (4000, 6) and mu.shape == (3, 6)
+    np.testing.assert_allclose(np.linalg.norm(mu, axis=-1), 4.0 * wm.SIGMA)
+    assert abs(np.mean(lab == 0) - 0.6) < 4 * np.sqrt(0.6 * 0.4 / 4000)
+    resid = X - mu[lab]
+    # E||x - mu||^2 = d sigma^2 (the noise floor), within 5 standard errors
+    sq = np.sum(resid**2, -1)
+    assert abs(sq.mean() - 6 * wm.SIGMA**2) < 5 * sq.std() / np.sqrt(len(sq))
+    with pytest.raises(ValueError, match="K must be <= d"):
+        wm.sample_prompt(4, 2.0, 0.5, 3, 0)
+
+
+def _offsets(fig):
+    return [np.asarray(c.get_offsets()).copy() for c in fig.axes[0].collections]
+
+
+@pytest.mark.parametrize(
+    "change", [dict(K=3), dict(r_over_sigma=1.0), dict(weight=0.8), dict(d=8), dict(seed=5)]
+)
+def test_callback_changes_data(change):
+    base = _offsets(wm.draw_mixture(**wm.DEFAULTS))
+    moved = _offsets(wm.draw_mixture(**{**wm.DEFAULTS, **change}))
+    assert len(base) != len(moved) or any(
+        a.shape != b.shape or not np.allclose(a, b) for a, b in zip(base, moved)
+    )
+
+
+def test_callback_redraws_into_given_axes():
+    fig = matplotlib.figure.Figure()
+    ax = fig.add_subplot()
+    assert wm.draw_mixture(ax=ax) is fig
+    first = _offsets(fig)
+    wm.draw_mixture(K=3, ax=ax)
+    assert len(fig.axes) == 1 and len(_offsets(fig)) == len(first) + 1  # one more cluster
+
+
+def test_explorer_slider_redraws_its_figure():
+    box = wm.mixture_explorer()
+    before = _offsets(box.figure)
+    box.sliders["r_over_sigma"].value = 1.0
+    after = _offsets(box.figure)
+    assert any(not np.allclose(a, b) for a, b in zip(before, after))
+    box.sliders["K"].value = 4
+    assert box.sliders["d"].min == 4 and len(_offsets(box.figure)) == 6
+
+
+def test_callback_p95_under_0_3_s():
+    wm.draw_mixture(**wm.DEFAULTS)  # warm-up
+    times = []
+    for i in range(20):
+        t0 = time.perf_counter()
+        wm.draw_mixture(K=1 + i % 4, r_over_sigma=1.0 + 0.3 * i, weight=0.3, d=5, seed=i)
+        times.append(time.perf_counter() - t0)
+    assert np.percentile(times, 95) < 0.3, times
+
+
+def test_baseline_scores_monotone_in_separation():
+    s = fm.baseline_scores(separations=(0.5, 6.0), n_prompts=8)
+    for name in ("kmeans", "em"):
+        assert s[f"ari_{name}"][0] < 0.3 < 0.95 < s[f"ari_{name}"][1]
+        assert s[f"dist_{name}"][1] < s["noise_floor"][1]
+    assert set(s) >= {"separations", "noise_floor", "ari_kmeans_sem"}
+
+
+# --- attention ------------------------------------------------------------------------
+
+
+def test_softmax_pool_limits():
+    u = np.array([-1.0, 0.5, 2.0, 0.3])
+    assert np.isclose(fa.softmax_pool(u, u, 0.0), u.mean())
+    assert np.isclose(fa.softmax_pool(u, u, 1e4), u.max())
+    assert np.all(np.isfinite(fa.softmax_pool(u, u, np.array([0.0, 1.0, 1e6]))))
+
+
+def test_tilted_mean_sample_matches_lemma():
+    for t, m, s in [(1.0, 0.5, 1.0), (-0.7, 2.0, 0.5)]:
+        est, se = fa.tilted_mean_sample(jax.random.PRNGKey(0), t, m, s, 50_000)
+        assert 0 < se < 0.05
+        assert abs(est - (m + t * s**2)) < 5 * se
+    with pytest.raises(ValueError):
+        fa.tilted_mean_sample(jax.random.PRNGKey(0), 1.0, 0.0, -1.0, 10)
+
+
+def test_head_limit_error_decreases_like_root_L():
+    err = fa.head_limit_error(jax.random.PRNGKey(1), fa.default_heads(), ac.orthogonal_mixture(),
+                              1.0, (32, 512, 8192))
+    assert np.all(np.diff(err["rmse"]) < 0)
+    assert -0.7 < err["slope"] < -0.35
+
+
+def test_layer_outputs_demo():
+    d = fa.layer_outputs_demo()
+    assert d["T"].shape == d["X"].shape == d["Q"].shape == (100, 2)
+    assert np.all(d["cos"] > 0.95)
+    assert d["spread_Q"] < d["spread_in"] and d["flat_T"] < d["flat_in"]
