@@ -16,8 +16,8 @@ a folder only in Docker containers, and its local path ``otter run`` grades one 
 with no execution time limit (a looping notebook hangs it) and needs its own assignment
 format (raw-cell question blocks, test files). ``nbgrader autograde`` runs locally with per-cell
 time limits, but brings a course directory, an SQL gradebook with registered students, and
-about 45 more packages (JupyterLab, Notebook 7, Jupyter Server, SQLAlchemy, Alembic) into the
-book's environment, and exports per-assignment totals rather than per-exercise points with
+47 more packages (among them JupyterLab, Notebook 7, Jupyter Server, Alembic) into the book's
+environment, and exports per-assignment totals rather than per-exercise points with
 feedback. Both execute notebooks with nbclient; this package uses nbclient directly, with
 the book's own exercise format.
 """

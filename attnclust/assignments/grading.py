@@ -164,8 +164,7 @@ def _check_feedback(label: str, event: dict) -> str:
         msg = evalue or "the check failed"
         return msg if label in msg else f"{label}: {msg}"
     if ename == "NameError":
-        return (f"{label}: your answer variable is not defined ({evalue}); did the answer "
-                "cell run without error?")
+        return f"{label}: no answer ({evalue})"
     if ename == "CellTimeoutError":
         return f"{label}: the check was interrupted ({evalue})"
     return f"{label}: the check raised {ename}: {evalue}"
@@ -209,7 +208,7 @@ def grade_notebook(nb: nbformat.NotebookNode, material: dict, *, student: str = 
             points, feedback = 0.0, _check_feedback(label, failed[0])
             earlier = _errors_before(events, failed[0]["index"])
             if earlier and failed[0].get("ename") != "AssertionError":
-                feedback += f" (an earlier cell raised {earlier})"
+                feedback += f"; an earlier cell raised {earlier}"
         elif len(ran) < n_checks:
             points = 0.0
             if timed_out:
