@@ -223,6 +223,14 @@ After the solution.
     assert "HIDDEN-WORDS" in _text(instructor_notebook(ch))
 
 
+def test_names_defined_only_in_a_solution_are_reported(tmp_path):
+    src = TOY.replace("Closing narrative.", "```{code-cell} python3\nprint(values)\n```")
+    path = tmp_path / "leaky.md"
+    path.write_text(src)
+    problems = parse_chapter(path).problems
+    assert len(problems) == 1 and "`values`" in problems[0] and "ex-toy-2" in problems[0]
+
+
 def test_discover_submissions_naming(tmp_path):
     for name in ["alice__toy.ipynb", "bob.ipynb", "carl__other.ipynb", ".hidden.ipynb"]:
         (tmp_path / name).write_text("{}")

@@ -193,6 +193,59 @@ def _assigned_names(src: str) -> list[str]:
     return names
 
 
+def _parse_code(src: str) -> ast.AST | None:
+    lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _stored_and_loaded(src: str) -> tuple[set[str], set[str]]:
+    """Names a cell defines (assignments, imports, defs) and names it reads."""
+    tree = _parse_code(src)
+    if tree is None:
+        return set(), set()
+    stored, loaded = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            stored |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return stored, loaded
+
+
+def solution_only_uses(pieces: list["Piece"], exercises: dict[str, "Exercise"]) -> list[str]:
+    """Cells that would break in the student edition: narrative or check code that reads a
+    name defined only inside a solution (other than the exercise's own answer variable)."""
+    outside: set[str] = set()
+    for p in pieces:
+        if p.kind in ("code", "check"):
+            outside |= _stored_and_loaded(p.source)[0]
+    answers = {e.variable for e in exercises.values()}
+    only: dict[str, str] = {}  # name -> label of the solution defining it, so far
+    problems = []
+    for p in pieces:
+        if p.kind == "solution_code":
+            for name in _stored_and_loaded(p.source)[0] - outside:
+                only.setdefault(name, p.label)
+        elif p.kind in ("code", "check"):
+            loaded = _stored_and_loaded(p.source)[1]
+            own = exercises[p.label].variable if p.kind == "check" else None
+            for name in sorted(loaded & set(only)):
+                if name == own or (p.kind == "code" and name in answers):
+                    if p.kind == "code":
+                        problems.append(f"a code cell reads `{name}`, the answer of "
+                                        f"{only[name]}: the student edition may not define it")
+                    continue
+                what = f"the check of {p.label}" if p.kind == "check" else "a code cell"
+                problems.append(f"{what} reads `{name}`, defined only in the solution of "
+                                f"{only[name]}: it fails in the student edition")
+    return problems
+
+
 def _used_names(src: str) -> list[str]:
     try:
         return [n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)]
@@ -315,6 +368,7 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
             pieces.append(Piece("text", cell.source))
     if in_solution:
         problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
+    problems += solution_only_uses(pieces, exercises)
     for ex in exercises.values():
         if not ex.checks:
             problems.append(f"{ex.label}: no check cell")
