@@ -178,7 +178,8 @@ def test_student_edition_has_no_solution_text(chapter):
     checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
     assert [c.source.splitlines()[0] for c in checks] == [
         "# check ex-toy-1 points=2", "# check ex-toy-2 points=1", "# check ex-toy-3 points=1"]
-    starters = [c.source for c in nb.cells if "YOUR ANSWER HERE" in c.source]
+    starters = [c.source for c in nb.cells
+                if c.cell_type == "code" and "YOUR ANSWER HERE" in c.source]
     assert starters == [f"ex_toy_{i} = None  # YOUR ANSWER HERE" for i in (1, 2, 3)]
     for c in nb.cells:
         if c.cell_type == "code":

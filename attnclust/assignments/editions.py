@@ -69,8 +69,21 @@ def _prompt(ex: Exercise) -> str:
             f"in `{ex.variable}`. The check cell after it tells you whether it is right.")
 
 
+def _intro(chapter: Chapter, student: bool) -> str:
+    n, pts = len(chapter.exercises), f"{chapter.total_points:g}"
+    if student:
+        return (f"*Student edition of the chapter `{chapter.stem}` of the attnclust book: "
+                f"{n} exercises, {pts} points.* For each exercise, replace the starter cell "
+                f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; the "
+                "check cell after it tells you whether your answer is right. Run the whole "
+                "notebook from the top before handing it in.")
+    return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
+            f"{n} exercises, {pts} points, with the reference solutions.*")
+
+
 def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
     nb = _new_nb(chapter)
+    nb.cells.append(nbformat.v4.new_markdown_cell(_intro(chapter, student)))
     md: list[str] = []
 
     def flush() -> None:
