@@ -138,9 +138,8 @@ def _run_worker(nb: nbformat.NotebookNode, workdir: Path, timeout: float,
         finally:
             events = _read_events(results)
             kernel_pid = next((e.get("pid") for e in events if e["event"] == "kernel"), None)
-            if timed_out:
+            if proc.poll() is None:  # over the time limit, or the grader was interrupted
                 _kill_group(kernel_pid)
-            if proc.poll() is None:
                 _kill_group(proc.pid)
             proc.wait()
     return _read_events(results), timed_out, time.monotonic() - t0
