@@ -25,6 +25,7 @@ from attnclust.assignments import (
     student_notebook,
 )
 from attnclust.assignments.__main__ import main as cli
+from attnclust.assignments.grading import unanswered
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -252,6 +253,16 @@ def test_tampered_checks_are_restored(chapter):
     assert checks == [e["checks"][0] for e in material["exercises"]]
 
 
+def test_unanswered_exercises_are_recognised(chapter):
+    material = autograder_material(chapter)
+    student = student_notebook(chapter)
+    assert unanswered(student, material) == {"ex-toy-1", "ex-toy-2", "ex-toy-3"}
+    assert unanswered(instructor_notebook(chapter), material) == set()
+    answered = copy.deepcopy(student)
+    answered.cells.append(nbformat.v4.new_code_cell("ex_toy_2 = 2.0"))
+    assert unanswered(answered, material) == {"ex-toy-1", "ex-toy-3"}
+
+
 @pytest.fixture(scope="module")
 def graded(book, chapter, tmp_path_factory):
     """Grade, through the command line, the reference solutions and planted submissions."""
@@ -321,7 +332,8 @@ def test_looping_cell_is_interrupted_and_the_rest_graded(graded):
 def test_untouched_student_edition_scores_zero(graded):
     rows, _, _ = graded
     assert [rows["blank", f"ex-toy-{i}"]["points"] for i in (1, 2, 3)] == ["0", "0", "0"]
-    assert rows["blank", "ex-toy-3"]["feedback"] == "ex-toy-3: expected (a)"
+    assert rows["blank", "ex-toy-3"]["feedback"] == (
+        "ex-toy-3: not answered (the starter cell is unchanged)")
 
 
 def test_notebook_that_never_finishes_is_stopped(graded, chapter):

@@ -40,7 +40,7 @@ import nbformat
 from .source import check_header
 
 __all__ = ["ExerciseGrade", "discover_submissions", "grade_notebook", "grade_submissions",
-           "prepare_submission", "write_csv"]
+           "prepare_submission", "unanswered", "write_csv"]
 
 WORKER = Path(__file__).with_name("_worker.py")
 CSV_FIELDS = ["student", "exercise", "points", "max_points", "feedback"]
@@ -102,6 +102,25 @@ def prepare_submission(nb: nbformat.NotebookNode, material: dict) -> nbformat.No
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
                                  "name": "python3"}
     return nb
+
+
+def unanswered(nb: nbformat.NotebookNode, material: dict) -> set[str]:
+    """Labels whose starter cell is unchanged and whose variable no other cell assigns."""
+    import re
+
+    from .editions import STARTER_MARK
+
+    sources = [c.source for c in nb.cells if c.cell_type == "code"
+               and not check_header(c.source)]
+    labels = set()
+    for ex in material["exercises"]:
+        var = ex["variable"]
+        starter = f"{var} = None  {STARTER_MARK}"
+        assign = re.compile(rf"^\s*{re.escape(var)}\s*[:+\-*/]?=", re.M)
+        others = [s for s in sources if s.strip() != starter and assign.search(s)]
+        if any(s.strip() == starter for s in sources) and not others:
+            labels.add(ex["label"])
+    return labels
 
 
 def _kill_group(pid: int | None) -> None:
@@ -189,6 +208,7 @@ def grade_notebook(nb: nbformat.NotebookNode, material: dict, *, student: str = 
     """
     cell_timeout = timeout if cell_timeout is None else min(cell_timeout, timeout)
     prepared = prepare_submission(nb, material)
+    blank = unanswered(prepared, material)
     with tempfile.TemporaryDirectory(prefix="attnclust-grade-") as tmp:
         events, timed_out, seconds = _run_worker(
             prepared, Path(tmp), timeout, cell_timeout,
@@ -203,7 +223,9 @@ def grade_notebook(nb: nbformat.NotebookNode, material: dict, *, student: str = 
         label, n_checks = ex["label"], len(ex["checks"])
         ran = check_events.get(label, [])
         failed = [e for e in ran if e["status"] != "ok"]
-        if failed:
+        if failed and label in blank:
+            points, feedback = 0.0, f"{label}: not answered (the starter cell is unchanged)"
+        elif failed:
             points, feedback = 0.0, _check_feedback(label, failed[0])
             earlier = _errors_before(events, failed[0]["index"])
             if earlier and failed[0].get("ename") != "AssertionError":
