@@ -187,11 +187,16 @@ def head_gradient(
     Carlo risk exactly (up to rounding)."""
     theta = jnp.asarray(theta, jnp.float32)
     z = jnp.asarray(z, jnp.float32)
+    return np.asarray(_head_gradient(theta, z, mixture, jnp.float32(lam)), np.float64)
+
+
+@jax.jit
+def _head_gradient(theta, z, mixture, lam):
     phi, gphi = _head_terms(theta, z, mixture, lam)
     resid = z - phi @ theta  # (n, d)
     proj = resid @ theta.T  # (n, H): <theta_h, z - T(z)>
     g = phi[..., None] * resid[:, None, :] + proj[..., None] * gphi
-    return np.asarray(-2 * jnp.mean(g, axis=0), np.float64)
+    return -2 * jnp.mean(g, axis=0)
 
 
 def fixed_point_map(
@@ -206,13 +211,18 @@ def fixed_point_map(
     point of this map (to Monte Carlo accuracy); returns the map's value (H, d)."""
     theta = jnp.asarray(theta, jnp.float32)
     z = jnp.asarray(z, jnp.float32)
+    return np.asarray(_fixed_point_map(theta, z, mixture, jnp.float32(lam)), np.float64)
+
+
+@jax.jit
+def _fixed_point_map(theta, z, mixture, lam):
     phi, gphi = _head_terms(theta, z, mixture, lam)
     T = phi @ theta
     proj = (z - T) @ theta.T  # (n, H)
     others = T[:, None, :] - phi[..., None] * theta[None]  # (n, H, d): sum_{h' != h}
     num = jnp.mean(phi[..., None] * (z[:, None, :] - others) + proj[..., None] * gphi, axis=0)
     den = jnp.mean(phi**2, axis=0)
-    return np.asarray(num / den[:, None], np.float64)
+    return num / den[:, None]
 
 
 @jax.jit

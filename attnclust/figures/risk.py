@@ -29,10 +29,10 @@ def _check_size(size: str) -> None:
 def risk_gap_data(size: str = "small") -> dict:
     """R_L - R_inf against L at the large-L minimiser of the default setting
     (``stationary.risk_gap``), with the fitted log-log slope over all L and over the
-    three largest. "small": L = 8..256, 65,536 tokens per L; "full": L = 8..1024, 2^20."""
+    three largest. "small": L = 8..256, 32,768 tokens per L; "full": L = 8..1024, 2^20."""
     _check_size(size)
     Ls = [8, 16, 32, 64, 128, 256] if size == "small" else [8, 16, 32, 64, 128, 256, 512, 1024]
-    n_tokens = 65_536 if size == "small" else 1 << 20
+    n_tokens = 32_768 if size == "small" else 1 << 20
     tm = symbolic.tilted_minimiser(DEFAULT["lam"], DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"])
     theta = np.zeros((2, DEFAULT["d"]))
     theta[0, :2] = tm.c, tm.eps
@@ -77,7 +77,7 @@ def aligned_branch_data(size: str = "small") -> dict:
     """c*(lam) on the aligned manifold (``symbolic.aligned_branch``) and the tilted
     large-L minimiser over lam (``symbolic.tilt_branch``) for r = 2, sigma = 0.5, d = 5."""
     _check_size(size)
-    lams = np.geomspace(0.25, 4.0, 9 if size == "small" else 33)
+    lams = np.geomspace(0.25, 4.0, 7 if size == "small" else 33)
     n = 20 if size == "small" else 40
     br = symbolic.aligned_branch(lams, DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"])
     tb = symbolic.tilt_branch(lams, DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"], n=n)

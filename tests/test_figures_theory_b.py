@@ -1,0 +1,79 @@
+"""Figures of "The two-head layer and its population risk" and "In-context quantization
+with identity attention": each builds and contains data; the finite-L helpers they rest on
+compute what they claim."""
+
+import jax
+import matplotlib.figure
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import attnclust as ac
+from attnclust import symbolic as sym
+from attnclust.figures import FIGURES, make, names
+from attnclust.figures import quantization as fq
+from attnclust.figures import risk as fr
+
+THEORY_B = {
+    "risk-gap": "population_risk",
+    "aligned-branch": "population_risk",
+    "distortion-lambda": "quantization",
+    "distortion-scaling": "quantization",
+}
+
+
+def _data_count(fig: matplotlib.figure.Figure) -> int:
+    n = 0
+    for ax in fig.axes:
+        n += sum(len(line.get_xdata()) for line in ax.get_lines())
+        n += sum(len(c.get_offsets()) for c in ax.collections if hasattr(c, "get_offsets"))
+    return n
+
+
+def test_registered():
+    all_names = names()
+    for name, chapter in THEORY_B.items():
+        assert name in all_names
+        assert FIGURES[name].chapter == chapter
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(THEORY_B))
+def test_figure_builds_with_data(name):
+    fig = make(name)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    assert _data_count(fig) > 10
+    plt.close(fig)
+
+
+def test_bad_size():
+    with pytest.raises(ValueError, match="size"):
+        fr.risk_gap_data("huge")
+    with pytest.raises(ValueError, match="size"):
+        fq.distortion_curve_data("huge")
+
+
+def test_identity_limit_error_shrinks():
+    mix = ac.orthogonal_mixture()
+    out = fq.identity_limit_error(jax.random.PRNGKey(0), mix, 1.0, [100, 10_000], n_queries=32)
+    assert out["error"][1] < out["error"][0] / 3
+
+
+def test_finite_L_distortion_below_bound():
+    mix = ac.orthogonal_mixture()
+    lams = np.array([0.2, 0.7, 2.0])
+    out = fq.finite_L_distortion(jax.random.PRNGKey(1), mix, lams, 50, n_tokens=5000)
+    bound = np.array([sym.distortion_bound(l, 2.0, 0.5, 5) for l in lams])
+    assert np.all(out["D"] < bound) and np.all(out["se"] > 0)
+    # at a cold softmax every token is pulled to the prompt mean: D near E||mean - mu_c||^2
+    cold = fq.finite_L_distortion(jax.random.PRNGKey(2), mix, np.array([1e-4]), 50, n_tokens=5000)
+    assert abs(cold["D"][0] - 2.0) < 0.1  # ||(mu_1 + mu_2)/2 - mu_1||^2 = r^2 / 2 = 2
+
+
+def test_distortion_data_consistent():
+    d = fq.distortion_curve_data()
+    assert np.all(d["bound"] >= d["exact"])
+    assert np.isclose(d["best"]["lam_exact"], 0.5907, atol=1e-3)
+    s = fq.distortion_scaling_data()
+    assert s["lam_exact_s2"].shape == (len(s["d"]), len(s["rho"]))
+    assert np.all(s["bound_s2"] >= s["exact_min_s2"])

@@ -1,0 +1,136 @@
+"""attnclust.stationary: value/gradient/Hessian of R_inf, Newton stationary points and
+their classification, the hand-derived head gradient and fixed-point map, the paired
+R_L - R_inf estimator and the log-log slope."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import attnclust as ac
+from attnclust import stationary as st
+from attnclust import symbolic as sym
+
+LAM = 1.0
+
+
+@pytest.fixture(scope="module")
+def mix():
+    return ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+
+
+@pytest.fixture(scope="module")
+def theta_star():
+    tm = sym.tilted_minimiser(1.0, 2.0, 0.5, d=5)
+    th = np.zeros((2, 5))
+    th[0, :2] = tm.c, tm.eps
+    th[1, :2] = tm.eps, tm.c
+    return th
+
+
+def test_value_grad_hess_matches_library(mix):
+    theta = np.eye(2, 5) + 0.2 * np.asarray(jax.random.normal(jax.random.PRNGKey(0), (2, 5)))
+    v, g, h = st.value_grad_hess(theta, mix, LAM)
+    assert np.isclose(v, float(ac.population_risk(theta, mix, LAM)), rtol=1e-6)
+    g_ref = np.asarray(jax.grad(lambda t: ac.population_risk(t, mix, LAM))(jnp.asarray(theta, jnp.float32)))
+    assert np.allclose(g, g_ref, rtol=1e-4, atol=1e-5)
+    assert h.shape == (10, 10) and np.allclose(h, h.T, atol=1e-3 * np.abs(h).max())
+    # Hessian against central differences of the gradient along one direction
+    u = np.zeros((2, 5)); u[0, 1] = 1.0
+    eps = 1e-2
+    gp = st.value_grad_hess(theta + eps * u, mix, LAM)[1]
+    gm = st.value_grad_hess(theta - eps * u, mix, LAM)[1]
+    assert np.allclose((gp - gm).ravel() / (2 * eps), h @ u.ravel(), rtol=2e-2, atol=2e-2)
+
+
+def test_value_grad_hess_validates(mix):
+    with pytest.raises(ValueError, match="theta"):
+        st.value_grad_hess(np.zeros(5), mix, LAM)
+    with pytest.raises(ValueError, match="lam"):
+        st.value_grad_hess(np.zeros((2, 5)), mix, -1.0)
+
+
+def test_classify():
+    assert st.classify(np.array([0.5, 1.0])) == "local minimum"
+    assert st.classify(np.array([-0.5, 1.0])) == "saddle"
+    assert st.classify(np.array([-0.5, -1.0])) == "local maximum"
+    assert st.classify(np.array([0.0, 1.0])) == "degenerate minimum"
+    assert st.classify(np.array([0.0, 0.0])) == "degenerate"
+
+
+def test_newton_finds_tilted_minimum(mix, theta_star):
+    p = st.newton_stationary(theta_star + 0.02, mix, LAM)
+    assert p.grad_norm < 1e-4
+    assert p.kind == "local minimum" and p.index == 0
+    assert np.allclose(p.theta, theta_star, atol=2e-3)
+    assert np.allclose(ac.alignment(p.theta, mix.centroids), 0.9859, atol=1e-3)
+
+
+def test_newton_finds_between_saddle(mix):
+    e = np.eye(5)
+    start = np.stack([0.9 * (e[0] + e[1]), 0.9 * (e[0] - e[1])]) / np.sqrt(2)
+    p = st.newton_stationary(start, mix, LAM)
+    assert p.grad_norm < 1e-4
+    assert p.kind == "saddle" and p.index == 1
+    assert np.allclose(ac.alignment(p.theta, mix.centroids), np.sqrt(0.5), atol=1e-4)
+
+
+def test_head_gradient_equals_autodiff_on_same_samples(mix):
+    key = jax.random.PRNGKey(3)
+    n = 4000
+    z, _ = ac.sample(key, mix, n, 1)
+    theta = jnp.asarray(np.eye(2, 5) + 0.3 * np.asarray(jax.random.normal(jax.random.PRNGKey(4), (2, 5))))
+    g_hand = st.head_gradient(theta, z[:, 0], mix, LAM)
+    g_auto = np.asarray(jax.grad(lambda t: ac.population_risk_mc(key, t, mix, LAM, n))(theta))
+    assert np.allclose(g_hand, g_auto, rtol=1e-3, atol=1e-4)
+
+
+def test_head_gradient_general_K_and_weights():
+    mixture = ac.GaussianMixture(jnp.array([0.2, 0.3, 0.5]),
+                                 jnp.array([[1.5, 0, 0], [0, 2.0, 0.5], [-1.0, 0.3, 1.0]]), 0.4)
+    key = jax.random.PRNGKey(5)
+    z, _ = ac.sample(key, mixture, 3000, 1)
+    theta = jnp.asarray(jax.random.normal(jax.random.PRNGKey(6), (3, 3)) * 0.6)
+    g_hand = st.head_gradient(theta, z[:, 0], mixture, 0.7)
+    g_auto = np.asarray(jax.grad(lambda t: ac.population_risk_mc(key, t, mixture, 0.7, 3000))(theta))
+    assert np.allclose(g_hand, g_auto, rtol=1e-3, atol=1e-4)
+
+
+def test_fixed_point_map(mix, theta_star):
+    z, _ = ac.sample(jax.random.PRNGKey(7), mix, 100_000, 1)
+    z = z[:, 0]
+    moved = st.fixed_point_map(theta_star, z, mix, LAM)
+    assert np.linalg.norm(moved - theta_star) < 0.02
+    aligned = np.zeros((2, 5)); aligned[0, 0] = aligned[1, 1] = 0.886
+    assert np.linalg.norm(st.fixed_point_map(aligned, z, mix, LAM) - aligned) > 0.05
+    # a fixed point of the map has zero gradient: stationarity <=> fixed point (same samples)
+    g = st.head_gradient(theta_star, z, mix, LAM)
+    num_minus_den_theta = moved - theta_star
+    assert np.linalg.norm(g) < 0.1 and np.linalg.norm(num_minus_den_theta) < 0.02
+
+
+def test_block_gaps_equal_two_head_layer(mix, theta_star):
+    X, _ = ac.sample(jax.random.PRNGKey(8), mix, 3, 16)
+    L = 4
+    dl = np.asarray(st._block_gaps(jnp.asarray(theta_star, jnp.float32), X, mix, jnp.float32(LAM), jnp.int32(L)))
+    Xb = X.reshape(3 * 16 // L, L, 5)
+    fin = jnp.sum((Xb - ac.two_head_layer(theta_star, Xb, LAM)) ** 2, -1)
+    inf = jnp.sum((Xb - ac.head_output_limit(theta_star, Xb, mix, LAM)) ** 2, -1)
+    assert np.allclose(dl.reshape(-1, L), np.asarray(fin - inf), atol=1e-4)
+
+
+def test_risk_gap_small(mix, theta_star):
+    out = st.risk_gap(jax.random.PRNGKey(9), theta_star, mix, LAM, [8, 32], n_tokens=8192)
+    assert out["gap"].shape == (2,) and np.all(out["se"] > 0)
+    assert out["gap"][0] > out["gap"][1] > 0
+    assert np.isclose(out["r_inf"], 0.8949, atol=1e-3)
+    with pytest.raises(ValueError, match="divide"):
+        st.risk_gap(jax.random.PRNGKey(9), theta_star, mix, LAM, [8, 12])
+
+
+def test_loglog_slope():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    slope, se = st.loglog_slope(x, 3.0 * x**-0.75)
+    assert np.isclose(slope, -0.75) and se < 1e-8
+    slope, se = st.loglog_slope(x, 3.0 * x**-1.0, se=0.01 * x**-1.0)
+    assert np.isclose(slope, -1.0) and se < 0.05
