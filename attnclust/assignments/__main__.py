@@ -68,12 +68,10 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnclust.assignments",
-                                description="Student/instructor notebooks and autograding "
-                                            "of the book's exercises.")
+def _configure(p: argparse.ArgumentParser) -> None:
+    """Add ``--root`` and the ``build`` and ``grade`` subcommands to ``p``."""
     p.add_argument("--root", default=".", help="book root (holds _toc.yml and chapters/)")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="assignments_command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("build", help="write student and instructor notebooks and the "
                                      "autograder material")
@@ -97,6 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--executed", help="folder where the executed notebooks are saved")
     g.set_defaults(func=cmd_grade)
 
+
+_DESCRIPTION = "Student/instructor notebooks and autograding of the book's exercises."
+
+
+def add_parser(sub) -> None:
+    """Add the ``assignments`` subcommand to the ``python -m attnclust`` parser's ``sub``."""
+    _configure(sub.add_parser("assignments", help="student/instructor notebooks and "
+                                                  "autograding of the exercises",
+                              description=_DESCRIPTION))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m attnclust.assignments", description=_DESCRIPTION)
+    _configure(p)
     args = p.parse_args(argv)
     return args.func(args)
 
