@@ -178,7 +178,7 @@ def softmax_temperature(size: str = "small") -> matplotlib.figure.Figure:
     ax2.axhline(u.mean(), color="grey", ls="--", label="mean of the values")
     ax2.axhline(u.max(), color="tab:red", ls=":", label="largest value")
     ax2.set_xlabel(r"temperature $\lambda$")
-    ax2.set_ylabel(r"$\sum_k \mathrm{softmax}_k(\lambda s u_k)\, u_k$")
+    ax2.set_ylabel(r"pooled value $\Sigma_k\, \mathrm{softmax}_k(\lambda s u_k)\, u_k$")
     ax2.legend(fontsize=8)
     ax2.grid(alpha=0.3)
     return fig
