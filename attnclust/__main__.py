@@ -1,0 +1,133 @@
+"""Command line: ``python -m attnclust`` (or the ``attnclust`` script).
+
+    python -m attnclust reproduce --list
+    python -m attnclust reproduce NAME [NAME ...] --out DIR [--size small|full] [--no-pdf]
+    python -m attnclust reproduce all --out DIR
+
+``reproduce`` redraws the book's figures by name from ``attnclust.figures`` and writes
+DIR/NAME.png and DIR/NAME.pdf. Unknown names exit with status 2 and the list of known ones.
+
+Adding a subcommand: write ``_add_<name>(sub)`` that calls ``sub.add_parser(...)`` and sets
+``func`` with ``parser.set_defaults(func=...)`` (a function ``args -> int`` exit status),
+then append it to ``SUBCOMMANDS`` (or call ``add_subcommands`` from a module of your own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+EXIT_USAGE = 2
+"""Exit status for a usage error (unknown figure name, bad option), as argparse uses."""
+
+
+def _figure_table() -> list[tuple[str, str, str]]:
+    """(name, chapter, description) of every registered figure, sorted by name."""
+    from .figures import FIGURES, names
+
+    return [(n, FIGURES[n].chapter, FIGURES[n].description) for n in names()]
+
+
+def _print_list(file=None) -> None:
+    file = sys.stdout if file is None else file
+    rows = _figure_table()
+    width = max((len(n) for n, _, _ in rows), default=4)
+    cw = max((len(c) for _, c, _ in rows), default=7)
+    print(f"{'name':<{width}}  {'chapter':<{cw}}  description", file=file)
+    for name, chapter, description in rows:
+        print(f"{name:<{width}}  {chapter:<{cw}}  {description}", file=file)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    """Draw the requested figures and save them; the exit status."""
+    if args.list:
+        _print_list()
+        return 0
+    if not args.names:
+        print("error: give figure names, 'all', or --list", file=sys.stderr)
+        return EXIT_USAGE
+    if args.out is None:
+        print("error: --out DIR is required to write figures", file=sys.stderr)
+        return EXIT_USAGE
+    from .figures import make, names
+
+    known = names()
+    wanted = known if "all" in args.names else list(dict.fromkeys(args.names))
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        print(f"error: unknown figure name(s): {', '.join(unknown)}", file=sys.stderr)
+        print("known figures:", file=sys.stderr)
+        _print_list(file=sys.stderr)
+        return EXIT_USAGE
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in tqdm(wanted, desc="figures", unit="fig", disable=args.quiet):
+        fig = make(name, size=args.size)
+        fig.savefig(out / f"{name}.png", dpi=args.dpi, bbox_inches="tight")
+        if not args.no_pdf:
+            fig.savefig(out / f"{name}.pdf", bbox_inches="tight")
+        plt.close(fig)
+    if not args.quiet:
+        print(f"wrote {len(wanted)} figure(s) to {out}")
+    return 0
+
+
+def _add_reproduce(sub) -> None:
+    p = sub.add_parser(
+        "reproduce",
+        help="redraw the book's figures by name",
+        description="Redraw figures of the book by name (see --list) into DIR/NAME.png and .pdf.",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="figure names, or 'all'")
+    p.add_argument("--list", action="store_true", help="list the figures (name, chapter, description)")
+    p.add_argument("--out", metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--size", choices=("small", "full"), default="small",
+                   help="'small': the book's CPU scale (default); 'full': paper scale, for an accelerator")
+    p.add_argument("--dpi", type=int, default=150, help="PNG resolution (default 150)")
+    p.add_argument("--no-pdf", action="store_true", help="write only PNG files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=_reproduce)
+
+
+SUBCOMMANDS: list[Callable] = [_add_reproduce]
+from .assignments.__main__ import add_parser as _add_assignments  # noqa: E402
+
+SUBCOMMANDS.append(_add_assignments)  # python -m attnclust assignments build|grade ...
+"""Functions ``f(sub)`` that each add one subcommand to the ``attnclust`` parser. Append a new
+one here (e.g. an ``assignments`` subcommand); ``add_subcommands`` calls them in order."""
+
+
+def add_subcommands(sub) -> None:
+    """Add every subcommand of ``SUBCOMMANDS`` to the subparsers object ``sub``."""
+    for add in SUBCOMMANDS:
+        add(sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``attnclust`` argument parser with all subcommands."""
+    parser = argparse.ArgumentParser(prog="attnclust", description="attnclust: the book's command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_subcommands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point (``python -m attnclust`` and the ``attnclust`` script): the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return EXIT_USAGE
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

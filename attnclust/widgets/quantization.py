@@ -1,0 +1,170 @@
+"""The quantization explorer (chapter "In-context quantization experiments").
+
+``draw_quantization`` is the update callback: it draws one in-context prompt (centroids
+redrawn from ``seed``), applies identity attention at temperature ``lam`` and shows the
+tokens moving to their outputs, beside the prompt's distortion against lam.
+``quantization_explorer`` wires it to sliders (ipywidgets). The chapter shows
+``draw_quantization()`` at the default values above the widget, for readers without a
+kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+import attnclust as ac
+
+from .. import _validate as v
+from .. import symbolic
+from .. import variants as V
+
+R = 2.0
+"""Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
+
+DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, K=2, L=100, seed=0)
+"""The explorer's default slider values (the static figure of the chapter uses them)."""
+
+LAM_GRID = np.geomspace(0.05, 4.0, 12)
+"""Temperatures of the right panel's distortion curve."""
+
+_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+
+
+def _projection(centroids: np.ndarray) -> np.ndarray:
+    """(2, d) orthonormal rows: the centroids' plane for K = 2; for K >= 3 the two leading
+    directions of the centred centroids (exact for K = 3, a projection beyond)."""
+    mu = np.asarray(centroids, float)
+    if mu.shape[0] >= 3:
+        mu = mu - mu.mean(axis=0)
+    _, _, vt = np.linalg.svd(mu, full_matrices=False)
+    return vt[:2]
+
+
+def _check(lam, r_over_sigma, K, L, seed) -> tuple[int, int, int]:
+    v.positive_finite("lam", lam)
+    v.positive_finite("r_over_sigma", r_over_sigma)
+    K = v.positive_int("K", K)
+    if not 2 <= K <= 4:
+        raise ValueError(f"K must be 2, 3 or 4, got K={K}")
+    L = v.positive_int("L", L, minimum=K)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got seed={seed!r}")
+    return K, L, int(seed)
+
+
+@lru_cache(maxsize=64)
+def _prompt(K: int, L: int, seed: int):
+    """One in-context prompt at sigma = 1: tokens, labels, centroids, own centroids (cached,
+    so that moving lam or r/sigma does not resample; the noise is rescaled instead)."""
+    d = max(K, 2)
+    X, lab, mus = ac.sample_in_context(jax.random.PRNGKey(seed), K, d, R, 1.0, 1, L)
+    return X, lab, mus, V.own_centroids(mus, lab)
+
+
+@jax.jit
+def _curve(X, own, lams):
+    """The prompt's distortion at every temperature of ``lams`` (one compiled call)."""
+    return jax.vmap(lambda l: ac.distortion(ac.identity_attention(X, l), own))(lams)
+
+
+@lru_cache(maxsize=64)
+def _exact_curve(sigma: float, d: int) -> np.ndarray:
+    return np.array([symbolic.distortion_exact(l, R, sigma, d) for l in LAM_GRID])
+
+
+def quantization_data(
+    lam: float = 1.0, r_over_sigma: float = 4.0, K: int = 2, L: int = 100, seed: int = 0
+) -> dict:
+    """The numbers behind ``draw_quantization``: one in-context prompt (K orthogonal
+    centroids of norm 2 in d = max(K, 2), sigma = 2 / r_over_sigma), its identity-attention
+    outputs at ``lam``, the distortion and the oracle ARI (nearest true centroid of each
+    output), and the prompt's distortion on ``LAM_GRID``. The centroids and the standard
+    normal noise depend on (K, L, seed) only: r/sigma rescales the same noise."""
+    K, L, seed = _check(lam, r_over_sigma, K, L, seed)
+    d = max(K, 2)
+    sigma = R / float(r_over_sigma)
+    X1, lab, mus, own = _prompt(K, L, seed)
+    X = own + sigma * (X1 - own)
+    Q = ac.identity_attention(X, float(lam))
+    curve = np.asarray(_curve(X, own, jnp.asarray(LAM_GRID, jnp.float32)))
+    return {
+        "X": np.asarray(X[0]), "labels": np.asarray(lab[0]), "centroids": np.asarray(mus[0]),
+        "Q": np.asarray(Q[0]), "sigma": sigma, "d": d,
+        "distortion": float(ac.distortion(Q, own)),
+        "ari": float(ac.adjusted_rand(lab, V.nearest_centroid(Q, mus))[0]),
+        "noise_floor": d * sigma**2, "curve": curve,
+        "exact": _exact_curve(sigma, d) if K == 2 else None,
+    }
+
+
+def draw_quantization(
+    lam: float = 1.0, r_over_sigma: float = 4.0, K: int = 2, L: int = 100, seed: int = 0
+) -> plt.Figure:
+    """Draw the explorer's figure for one set of slider values (the widget's callback).
+
+    Left: the prompt's tokens (coloured by true component) and their identity-attention
+    outputs (black dots, joined to their tokens), in the plane of the centroids (stars).
+    Right: this prompt's distortion against lam, the current lam marked, with the large-L
+    exact curve when K = 2 and the noise floor d sigma^2.
+    """
+    data = quantization_data(lam, r_over_sigma, K, L, seed)
+    P = _projection(data["centroids"])
+    x, q, mu = data["X"] @ P.T, data["Q"] @ P.T, data["centroids"] @ P.T
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1, 1.1]})
+    cols = [_COLOURS[c] for c in data["labels"]]
+    a.add_collection(LineCollection(np.stack([x, q], axis=1), colors="0.7", linewidths=0.5))
+    a.scatter(x[:, 0], x[:, 1], c=cols, s=10, alpha=0.8)
+    a.scatter(q[:, 0], q[:, 1], c="k", s=6)
+    a.scatter(mu[:, 0], mu[:, 1], marker="*", s=220, c="gold", edgecolors="k", zorder=3)
+    a.set_aspect("equal", adjustable="datalim")
+    a.set_title(f"$\\lambda$={lam:.3g}, r/$\\sigma$={r_over_sigma:.3g}, K={K}, L={L}\n"
+                f"distortion {data['distortion']:.3f}, oracle ARI {data['ari']:.3f}", fontsize=9)
+    a.set_xticks([])
+    a.set_yticks([])
+    b.loglog(LAM_GRID, data["curve"], "o-", ms=3, label="this prompt")
+    if data["exact"] is not None:
+        b.loglog(LAM_GRID, data["exact"], "k-", lw=1, label="large-$L$ exact")
+    b.axhline(data["noise_floor"], color="0.5", ls=":", label="$d\\sigma^2$")
+    b.axvline(lam, color="tab:red", lw=1, label="current $\\lambda$")
+    b.set_xlabel("$\\lambda$")
+    b.set_ylabel("distortion")
+    b.legend(fontsize=8)
+    for axis in (b.xaxis, b.yaxis):  # plain tick labels: no mathtext, a fast redraw
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(NullFormatter())
+    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.13, top=0.86, wspace=0.18)
+    return fig
+
+
+def quantization_explorer():
+    """Sliders for lam (log scale), r/sigma, K, L and seed, redrawing
+    ``draw_quantization`` (needs a live kernel; returns an ipywidgets VBox)."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    sliders = dict(
+        lam=w.FloatLogSlider(value=DEFAULTS["lam"], base=10, min=math.log10(0.05), max=math.log10(4.0),
+                             step=0.05, description="lam", continuous_update=False),
+        r_over_sigma=w.FloatSlider(value=DEFAULTS["r_over_sigma"], min=1.0, max=8.0, step=0.25,
+                                   description="r/sigma", continuous_update=False),
+        K=w.IntSlider(value=DEFAULTS["K"], min=2, max=4, description="K", continuous_update=False),
+        L=w.IntSlider(value=DEFAULTS["L"], min=20, max=400, step=10, description="L", continuous_update=False),
+        seed=w.IntSlider(value=DEFAULTS["seed"], min=0, max=20, description="seed", continuous_update=False),
+    )
+
+    def update(**values):
+        fig = draw_quantization(**values)
+        display(fig)
+        plt.close(fig)
+
+    out = w.interactive_output(update, sliders)  # redraws into ``out`` on every change
+    return w.VBox([w.HBox([sliders["lam"], sliders["r_over_sigma"], sliders["K"]]),
+                   w.HBox([sliders["L"], sliders["seed"]]), out])
