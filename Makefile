@@ -17,7 +17,7 @@ CHROMIUM      ?= /usr/bin/chromium
 MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv book test unit browser browser-deps clean assignments
+.PHONY: venv book test unit browser browser-deps clean assignments bench bench-book
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,3 +66,19 @@ clean:
 ASSIGNMENTS_OUT ?= _build/assignments
 assignments: $(STAMP)
 	$(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT)
+
+# Benchmarks (not part of make test): one run prints the goal table and writes
+# benchmarks/results.json, which the Performance page shows. Bench-only requirements
+# (PyTorch CPU) are installed into the same .venv from benchmarks/requirements.txt.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): benchmarks/requirements.txt | $(STAMP)
+	$(PY) -m pip install -q -r benchmarks/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
+	$(PY) benchmarks/run.py
+
+# Clean book build in a fresh copy of HEAD, then a cached rebuild: writes benchmarks/book.json
+# (the next make bench puts it into the table).
+bench-book: $(STAMP)
+	$(PY) benchmarks/book.py

@@ -1,0 +1,218 @@
+"""The benchmark's results file and its table (chapter "Performance").
+
+``benchmarks/run.py`` (``make bench``) measures the library and writes
+``benchmarks/results.json``; the Performance page reads that file and shows the table built
+here, so the page is rebuilt from data, never typed. This module holds no measurement: only
+the schema of the file (``validate``), the goals (``GOALS``), the rule that marks a goal met
+(``goal_met``) and the tables (``metric_rows``, ``markdown_table``, ``text_table``).
+
+The file is one JSON object::
+
+    {"schema": 1, "command": "make bench", "date": "...Z", "duration_s": 412.0,
+     "machine": {"cpu": "...", "cores": 2, "memory_gb": 23.4, "platform": "...",
+                 "versions": {"jax": "...", ...}, "backend": "cpu", "devices": 1},
+     "load": {"start": [1m, 5m, 15m], "end": [...]},
+     "metrics": [{"id": "...", "section": "...", "label": "...", "value": 1.0,
+                  "unit": "...", "goal": {"op": ">=", "target": 5.0} | null,
+                  "load": 1.2, "note": "..."}, ...],
+     "identity": [{"L": 1000, "blocked_s": ..., "blocked_rss_mb": ..., ...}, ...],
+     "widgets": [...], "book": {...} | null}
+
+Only ``metrics`` feeds the goal table; ``identity``, ``widgets`` and ``book`` hold the raw
+per-size numbers behind it (for the page's figure).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SCHEMA = 1
+"""Version of the results file layout; bump when a required key changes."""
+
+OPS = (">=", "<=")
+"""Comparisons a goal may use: the measured value must be >= or <= the target."""
+
+GOALS: dict[str, dict[str, Any]] = {
+    "fit_many_vs_torch": {"op": ">=", "target": 5.0},
+    "fit_many_vs_loop": {"op": ">=", "target": 10.0},
+    "attention_step_frac_peak_L256": {"op": ">=", "target": 0.30},
+    "attention_step_frac_peak_L1024": {"op": ">=", "target": 0.30},
+    "identity_L100k_time": {"op": "<=", "target": 60.0},
+    "identity_L100k_rss": {"op": "<=", "target": 2048.0},
+    "widget_p95_max": {"op": "<=", "target": 0.3},
+    "book_clean": {"op": "<=", "target": 480.0},
+    "book_cached": {"op": "<=", "target": 60.0},
+}
+"""The issue's goals for this 2-core CPU, by metric id (units are the metric's own)."""
+
+REQUIRED_TOP = ("schema", "command", "date", "machine", "load", "metrics")
+REQUIRED_MACHINE = ("cpu", "cores", "memory_gb", "versions")
+REQUIRED_METRIC = ("id", "section", "label", "value", "unit", "goal")
+
+
+def goal_met(value: float | None, goal: dict[str, Any] | None) -> bool | None:
+    """Whether ``value`` meets ``goal`` ({"op": ">=" | "<=", "target": number}).
+
+    Returns None when there is no goal, and False when the value is missing or not finite
+    (a measurement that failed does not meet its goal).
+    """
+    if goal is None:
+        return None
+    op, target = goal["op"], float(goal["target"])
+    if op not in OPS:
+        raise ValueError(f"goal op must be one of {OPS}, got op={op!r}")
+    if value is None or not math.isfinite(float(value)):
+        return False
+    return float(value) >= target if op == ">=" else float(value) <= target
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def validate(results: dict[str, Any]) -> None:
+    """Raise ValueError naming the first problem if ``results`` is not a results file the
+    page can show (missing keys, wrong types, unknown goal op, duplicate metric ids)."""
+    if not isinstance(results, dict):
+        raise ValueError(f"results must be a JSON object, got {type(results).__name__}")
+    for key in REQUIRED_TOP:
+        if key not in results:
+            raise ValueError(f"results lacks the key {key!r}")
+    if results["schema"] != SCHEMA:
+        raise ValueError(f"results schema must be {SCHEMA}, got {results['schema']!r}")
+    machine = results["machine"]
+    if not isinstance(machine, dict):
+        raise ValueError("results['machine'] must be an object")
+    for key in REQUIRED_MACHINE:
+        if key not in machine:
+            raise ValueError(f"results['machine'] lacks the key {key!r}")
+    load = results["load"]
+    if not isinstance(load, dict) or not all(
+        isinstance(load.get(k), list) and len(load[k]) == 3 and all(map(_is_number, load[k]))
+        for k in ("start", "end")
+    ):
+        raise ValueError("results['load'] must have 'start' and 'end', each 3 load averages")
+    metrics = results["metrics"]
+    if not isinstance(metrics, list) or not metrics:
+        raise ValueError("results['metrics'] must be a non-empty list")
+    seen: set[str] = set()
+    for i, m in enumerate(metrics):
+        if not isinstance(m, dict):
+            raise ValueError(f"metrics[{i}] must be an object")
+        for key in REQUIRED_METRIC:
+            if key not in m:
+                raise ValueError(f"metrics[{i}] ({m.get('id', '?')}) lacks the key {key!r}")
+        if m["id"] in seen:
+            raise ValueError(f"metric id {m['id']!r} appears twice")
+        seen.add(m["id"])
+        if m["value"] is not None and not _is_number(m["value"]):
+            raise ValueError(f"metric {m['id']!r}: value must be a number or null, got {m['value']!r}")
+        goal = m["goal"]
+        if goal is not None:
+            if not isinstance(goal, dict) or goal.get("op") not in OPS or not _is_number(goal.get("target")):
+                raise ValueError(
+                    f"metric {m['id']!r}: goal must be null or {{'op': '>=' or '<=', 'target': number}}, got {goal!r}"
+                )
+    for key in ("identity", "widgets"):
+        if key in results and not isinstance(results[key], list):
+            raise ValueError(f"results[{key!r}] must be a list")
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if not math.isfinite(v):
+        return str(v)
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e4:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 0.01:
+        return f"{v:.3g}"
+    return f"{v:.2e}"
+
+
+def _goal_text(goal: dict[str, Any] | None, unit: str) -> str:
+    if goal is None:
+        return ""
+    sign = "≥" if goal["op"] == ">=" else "≤"
+    return f"{sign} {_fmt(goal['target'])} {unit}".strip()
+
+
+def metric_rows(results: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per metric: section, quantity, measured (value and unit), goal, met
+    ("met", "NOT met" or "" without a goal) and the 1-minute load when it was measured."""
+    validate(results)
+    rows = []
+    for m in results["metrics"]:
+        met = goal_met(m["value"], m["goal"])
+        load = m.get("load")
+        rows.append(
+            {
+                "section": m["section"],
+                "quantity": m["label"],
+                "measured": f"{_fmt(m['value'])} {m['unit']}".strip(),
+                "goal": _goal_text(m["goal"], m["unit"]),
+                "met": "" if met is None else ("met" if met else "NOT met"),
+                "load": "" if load is None else f"{float(load):.1f}",
+                "note": m.get("note", ""),
+            }
+        )
+    return rows
+
+
+COLUMNS = (("section", "Section"), ("quantity", "Quantity"), ("measured", "Measured"),
+           ("goal", "Goal"), ("met", "Met"), ("load", "Load"))
+
+
+def sections(results: dict[str, Any]) -> list[str]:
+    """The sections of the table, in order of first appearance."""
+    return list(dict.fromkeys(m["section"] for m in results["metrics"]))
+
+
+def markdown_table(results: dict[str, Any], section: str | None = None) -> str:
+    """The goal table as Markdown (for the Performance page): every metric, or only those
+    of ``section`` (then without the Section column)."""
+    rows = metric_rows(results)
+    cols = COLUMNS
+    if section is not None:
+        rows = [r for r in rows if r["section"] == section]
+        if not rows:
+            raise ValueError(f"no metric in section {section!r}; sections: {sections(results)}")
+        cols = tuple(c for c in COLUMNS if c[0] != "section")
+    head = "| " + " | ".join(title for _, title in cols) + " |"
+    rule = "|" + "|".join("---" for _ in cols) + "|"
+    body = [
+        "| " + " | ".join(r[key].replace("|", "\\|") for key, _ in cols) + " |" for r in rows
+    ]
+    return "\n".join([head, rule, *body])
+
+
+def text_table(results: dict[str, Any]) -> str:
+    """The goal table as fixed-width text (what ``make bench`` prints)."""
+    rows = metric_rows(results)
+    cols = [(key, title) for key, title in COLUMNS if key != "section"]
+    widths = {k: max(len(t), *(len(r[k]) for r in rows)) for k, t in cols}
+    lines = []
+    section = None
+    for r in rows:
+        if r["section"] != section:
+            section = r["section"]
+            lines.append("")
+            lines.append(f"== {section}")
+            lines.append("  ".join(t.ljust(widths[k]) for k, t in cols))
+        lines.append("  ".join(r[k].ljust(widths[k]) for k, _ in cols))
+    return "\n".join(lines).lstrip("\n")
+
+
+def summary(results: dict[str, Any]) -> dict[str, int]:
+    """Counts of goals met and not met."""
+    met = [goal_met(m["value"], m["goal"]) for m in results["metrics"]]
+    return {"met": sum(x is True for x in met), "not_met": sum(x is False for x in met)}

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Time the book build: a clean build, then a cached rebuild right after (make bench-book).
+
+The clean build runs in a fresh copy of the repository with no _build (by default the
+committed tree, ``git archive HEAD``, which is what a fresh clone builds; ``--worktree``
+copies the working tree instead), with the same command as ``make book``:
+``scripts/book_cache.py`` then ``jupyter-book build . --builder html -W -n --keep-going``.
+The cached rebuild is the same command again in the same copy. Each time is recorded with
+the machine's load averages before and after, since other processes slow a build.
+Writes benchmarks/book.json, which ``benchmarks/run.py`` puts into the results table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(copy: Path, venv_bin: Path) -> dict:
+    load_before = list(os.getloadavg())
+    t0 = time.perf_counter()
+    cache = subprocess.run([str(venv_bin / "python"), "scripts/book_cache.py"], cwd=copy,
+                           capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(venv_bin / "jupyter-book"), "build", ".", "--builder", "html", "-W", "-n", "--keep-going"],
+        cwd=copy, capture_output=True, text=True,
+    )
+    seconds = time.perf_counter() - t0
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+    return {"seconds": seconds, "returncode": proc.returncode or cache.returncode,
+            "load_before": load_before, "load_after": list(os.getloadavg()), "log_tail": tail}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--worktree", action="store_true", help="copy the working tree, not HEAD")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "book.json"))
+    p.add_argument("--keep", action="store_true", help="keep the copy (its path is printed)")
+    a = p.parse_args()
+    venv_bin = ROOT / ".venv" / "bin"
+    tmp = Path(tempfile.mkdtemp(prefix="attnclust-bench-book-"))
+    copy = tmp / "repo"
+    if a.worktree:
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+            ".venv", "_build", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info"))
+        source = "working tree"
+    else:
+        copy.mkdir()
+        archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(copy)], input=archive.stdout, check=True)
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        source = f"git HEAD {rev.stdout.strip()}"
+    print(f"building {source} in {copy} (clean)...", flush=True)
+    clean = build(copy, venv_bin)
+    print(f"clean: {clean['seconds']:.0f} s, exit {clean['returncode']}, load {clean['load_before'][0]:.1f} -> {clean['load_after'][0]:.1f}", flush=True)
+    cached = build(copy, venv_bin)
+    print(f"cached: {cached['seconds']:.0f} s, exit {cached['returncode']}, load {cached['load_before'][0]:.1f} -> {cached['load_after'][0]:.1f}", flush=True)
+    result = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": source, "command": "make bench-book",
+        "clean_s": clean["seconds"], "cached_s": cached["seconds"],
+        "clean_ok": clean["returncode"] == 0, "cached_ok": cached["returncode"] == 0,
+        "clean_load": clean["load_before"][0], "cached_load": cached["load_before"][0],
+        "clean": clean, "cached": cached, "cores": os.cpu_count(),
+    }
+    Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
+    if a.keep:
+        print(f"copy kept at {copy}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"wrote {a.out}")
+    return 0 if result["clean_ok"] and result["cached_ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
