@@ -380,6 +380,8 @@ def test_real_chapter_exercises_and_student_edition(stem):
                for ln in p.source.splitlines()}
     for ex in ch.exercises.values():
         assert ex.checks and ex.points > 0, ex.label
+        for check in ex.checks:  # the feedback names the exercise and what was expected
+            assert ex.label in check and "expected" in check, f"{ex.label}: check message"
         leaked = [ln for ln in ex.solution_lines if ln in student_lines and ln not in outside]
         assert not leaked, f"{ex.label}: solution text in the student edition: {leaked}"
         assert f"{ex.variable} = None  # YOUR ANSWER HERE" in student_lines
