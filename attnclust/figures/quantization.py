@@ -12,6 +12,7 @@ from functools import lru_cache
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
@@ -114,6 +115,9 @@ def distortion_lambda(size: str = "small") -> plt.Figure:
     ax.plot([b["lam_exact"]], [b["exact_min"]], "^", color="C0", ms=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.2, 0.5, 1, 2, 5])
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel(r"distortion $E\,\|Q(z)-\mu_{c(z)}\|^2$")
     ax.legend(frameon=False, fontsize=8, loc="upper center")
