@@ -30,7 +30,7 @@ STACK_LS, STACK_DEPTH = 0.5, 8
 sigma_eff^2 = (noise floor) / d."""
 
 SIZES = {
-    "small": dict(steps=1500, batch=16, n=64, n_base=24, n_mc=4000, L_long=300, n_long=8, n_lam=8, near_steps=1000),
+    "small": dict(steps=1000, batch=16, n=64, n_base=16, n_mc=4000, L_long=200, n_long=8, n_lam=8, near_steps=500),
     "full": dict(steps=20000, batch=64, n=2048, n_base=512, n_mc=200000, L_long=4000, n_long=256, n_lam=30, near_steps=10000),
     # for the test suite only (tests/test_figures_experiments.py): every code path, tiny
     "test": dict(steps=40, batch=4, n=8, n_base=3, n_mc=200, L_long=60, n_long=2, n_lam=3, near_steps=20),
@@ -112,8 +112,9 @@ def results(size: str = "small") -> dict:
                              steps=s["near_steps"], batch=s["batch"], L=L, theta0=start)
     for n, th_n in zip(near_names, near):
         out[f"near {n}"] = ac.alignment(th_n, np.eye(2, D))
-        th_inf, _ = V.large_L_minimiser(np.eye(2, D) * 0.9, sets[n], LAM)
+        th_inf, r_inf = V.large_L_minimiser(np.eye(2, D) * 0.9, sets[n], LAM)
         out[f"near_inf {n}"] = ac.alignment(th_inf, np.eye(2, D))
+        out[f"near_inf_risk {n}"] = r_inf
     # symmetry check: off-manifold gradient of R_inf at an aligned point, default vs +-
     th = np.zeros((2, D))
     th[0, 0] = th[1, 1] = 0.9
@@ -190,7 +191,7 @@ def settings_summary(size: str = "small"):
         ("ARI, identity stack (label-free)", [r["ari_identity_free"] for r in rows], "tab:blue"),
         ("ARI, k-means", [r["ari_kmeans"] for r in rows], "tab:gray"),
     ]
-    fig, ax = plt.subplots(figsize=(8.5, 5.5))
+    fig, ax = plt.subplots(figsize=(8.5, 6.2))
     y = np.arange(len(names))
     h = 0.16
     for j, (label, vals, colour) in enumerate(series):
@@ -199,7 +200,7 @@ def settings_summary(size: str = "small"):
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
     ax.set_xlabel("|cos| of the worst head / mean ARI over prompts")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.4, -0.1), ncol=3)
     ax.set_title("Beyond the paper's setting (d=5, r=2, L=50, $\\lambda$=1)")
     fig.tight_layout()
     return fig
