@@ -1,0 +1,291 @@
+"""Training experiments over seeds and settings (chapter "Training dynamics").
+
+Every experiment is one or a few ``attnclust.fit_many`` calls (all seeds of a setting in
+one compiled, vmapped run), cached per process so that the chapter's figures and the
+numbers it quotes share the same runs. ``size`` selects the budget:
+
+- ``"small"``: the book's CPU scale (16 seeds, 400 Adam steps with a batch of 8 prompts,
+  learning rate 2e-2); seconds per setting on a laptop CPU;
+- ``"full"``: paper scale for an accelerator (256 seeds, 4000 steps, batch 32, learning
+  rate 1e-2).
+
+Helpers: ``classify`` sorts final heads into aligned / between the centroids / other,
+``binomial_ci`` gives the exact (Clopper-Pearson) interval of a frequency, ``mean_band``
+the mean and a quantile band over seeds, ``tail_average`` the Polyak average of the
+recorded heads at the end of a run, ``scaled_lr`` the learning rate used at dimension d.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jax
+import numpy as np
+from scipy import stats
+
+from .metrics import abs_cosines, alignment
+from .mixture import orthogonal_mixture
+from .train import INITS, FitResult, fit_many
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much training one experiment gets: seeds per setting, Adam steps, prompts per
+    step, prompt length, learning rate, and the stride of the records."""
+
+    seeds: int
+    steps: int
+    batch: int
+    L: int
+    lr: float
+    record_every: int
+
+
+BUDGETS: dict[str, Budget] = {
+    "small": Budget(seeds=16, steps=400, batch=8, L=50, lr=2e-2, record_every=4),
+    "full": Budget(seeds=256, steps=4000, batch=32, L=50, lr=1e-2, record_every=40),
+}
+"""The two sizes of every training figure (see the module docstring)."""
+
+ALIGNED, BETWEEN, OTHER = 0, 1, 2
+"""Codes returned by :func:`classify`."""
+CLASS_NAMES = ("aligned", "between", "other")
+
+LAMS_TILT = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""Temperatures of the tilt experiment (the range of ``symbolic.tilt_branch`` quoted in
+THEORY.md)."""
+
+
+def budget(size: str) -> Budget:
+    """The :class:`Budget` of ``size`` ("small" or "full")."""
+    if size not in BUDGETS:
+        raise ValueError(f"size must be one of {tuple(BUDGETS)}, got size={size!r}")
+    return BUDGETS[size]
+
+
+def scaled_lr(lr: float, d: int, d0: int = 5) -> float:
+    """The learning rate used at dimension ``d``: ``lr * sqrt(d0 / d)``.
+
+    Adam moves every coordinate by about ``lr`` per step whatever the size of its gradient,
+    so the d - K coordinates orthogonal to the centroids, whose gradients are pure sampling
+    noise, jitter with a total norm of about ``lr * sqrt(d - K)``. Scaling ``lr`` by
+    ``1/sqrt(d)`` keeps that jitter, and so the loss of |cos| it causes, the same across
+    dimensions."""
+    if d < 1 or d0 < 1:
+        raise ValueError(f"d and d0 must be >= 1, got d={d}, d0={d0}")
+    return float(lr) * math.sqrt(d0 / d)
+
+
+def _lam_key(lam) -> float | tuple[float, ...]:
+    arr = np.asarray(lam, dtype=float)
+    return float(arr) if arr.ndim == 0 else tuple(float(x) for x in arr)
+
+
+@lru_cache(maxsize=128)
+def _run(size, K, d, r, sigma, lam, init, seed, lr, steps, seeds, L, repeat_keys) -> FitResult:
+    b = budget(size)
+    mixture = orthogonal_mixture(K=K, d=d, r=r, sigma=sigma)
+    keys = jax.random.split(jax.random.PRNGKey(seed), seeds // repeat_keys)
+    keys = np.tile(np.asarray(keys), (repeat_keys, 1))
+    lam_arg = np.asarray(lam, dtype=np.float32) if isinstance(lam, tuple) else lam
+    return fit_many(
+        keys, mixture, lam=lam_arg, steps=steps, batch=b.batch, L=L, init=init,
+        lr=lr, record_every=b.record_every, progress=False,
+    )
+
+
+def run_seeds(
+    size: str = "small",
+    *,
+    K: int = 2,
+    d: int = 5,
+    r: float = 2.0,
+    sigma: float = 0.5,
+    lam: float | tuple[float, ...] = 1.0,
+    init: str = "small",
+    seed: int = 0,
+    lr: float | None = None,
+    steps: int | None = None,
+    seeds: int | None = None,
+    L: int | None = None,
+    repeat_keys: int = 1,
+) -> FitResult:
+    """All seeds of one setting in one ``fit_many`` call (cached per process).
+
+    The mixture is ``orthogonal_mixture(K, d, r, sigma)``; ``lam`` is a scalar or one value
+    per seed (a sweep in the same compiled call); ``lr``, ``steps``, ``seeds`` and ``L``
+    default to the budget of ``size``. The keys are ``jax.random.split(PRNGKey(seed),
+    seeds // repeat_keys)`` repeated ``repeat_keys`` times, so that with ``repeat_keys`` > 1
+    runs ``i`` and ``i + seeds // repeat_keys`` share their initial heads and batches (a
+    temperature sweep then compares like with like). Runs with the same budget, shapes
+    and learning rate reuse one compiled program.
+    """
+    b = budget(size)
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
+    seeds = b.seeds if seeds is None else int(seeds)
+    lam = _lam_key(lam)
+    if isinstance(lam, tuple) and len(lam) != seeds:
+        raise ValueError(f"lam must be a scalar or have one value per seed ({seeds}), got {len(lam)}")
+    if repeat_keys < 1 or seeds % repeat_keys:
+        raise ValueError(f"repeat_keys must divide seeds={seeds}, got {repeat_keys}")
+    return _run(size, int(K), int(d), float(r), float(sigma), lam, init, int(seed),
+                float(b.lr if lr is None else lr), int(b.steps if steps is None else steps), seeds,
+                int(b.L if L is None else L), int(repeat_keys))
+
+
+def tail_average(result: FitResult, frac: float = 0.25) -> np.ndarray:
+    """(..., H, d): the heads averaged over the last ``frac`` of the records (Polyak-Ruppert
+    averaging), which removes most of the optimiser's jitter from a converged run. Each
+    recorded head is first given the sign of the final head (a head and its negative are
+    the same head), so that a sign change in the window does not cancel the average."""
+    if not 0 < frac <= 1:
+        raise ValueError(f"frac must be in (0, 1], got frac={frac}")
+    thetas = np.asarray(result.thetas, dtype=np.float64)
+    n = thetas.shape[-3]
+    k = max(1, int(round(frac * n)))
+    window = thetas[..., n - k :, :, :]
+    sign = np.sign(np.sum(window * window[..., -1:, :, :], axis=-1, keepdims=True))
+    return (np.where(sign == 0, 1.0, sign) * window).mean(axis=-3)
+
+
+def classify(theta, centroids, aligned: float = 0.95, in_span: float = 0.9,
+             between: tuple[float, float] = (0.42, 0.91)) -> np.ndarray:
+    """Sort final heads (..., H, d) into ``ALIGNED`` (every head's matched |cos| >= ``aligned``),
+    ``BETWEEN`` (not aligned; every head lies in the span of the centroids, the norm of its
+    projection there being >= ``in_span`` times its norm, and has |cos| within ``between``
+    with every centroid: for K = 2, within about 20 degrees of a bisector) and ``OTHER``
+    (anything else: a head out of that plane, vanished, or still on its way). Returns int
+    codes (...)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    mu = np.asarray(centroids, dtype=np.float64)
+    al = alignment(theta, mu).min(axis=-1)
+    q, _ = np.linalg.qr(mu.T)  # orthonormal basis (d, K) of the centroids' span
+    norm = np.linalg.norm(theta, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.linalg.norm(theta @ q, axis=-1) / norm
+    frac = np.nan_to_num(frac, nan=0.0).min(axis=-1)
+    cos = abs_cosines(theta, mu)
+    bisect = np.all((cos >= between[0]) & (cos <= between[1]), axis=(-2, -1))
+    return np.where(al >= aligned, ALIGNED,
+                    np.where((frac >= in_span) & bisect, BETWEEN, OTHER))
+
+
+def binomial_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) confidence interval of a frequency k / n."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def mean_band(values, q: tuple[float, float] = (0.1, 0.9)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and the (q0, q1) quantiles over the leading (seed) axis."""
+    values = np.asarray(values, dtype=float)
+    lo, hi = np.quantile(values, q, axis=0)
+    return values.mean(axis=0), lo, hi
+
+
+# ---------------------------------------------------------------------------------------
+# The chapter's experiments
+# ---------------------------------------------------------------------------------------
+
+
+def init_regimes(size: str = "small") -> dict[str, FitResult]:
+    """One ``fit_many`` call per initialisation regime of ``INITS``, default setting."""
+    return {init: run_seeds(size, init=init) for init in INITS}
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Counts of the final states of ``n`` seeds and the exact 95% interval of the
+    frequency of ``between``."""
+
+    n: int
+    aligned: int
+    between: int
+    other: int
+    between_ci: tuple[float, float]
+
+
+def outcomes(result: FitResult, centroids, **kw) -> Outcomes:
+    """Classify every seed's final (tail-averaged) heads with :func:`classify`."""
+    codes = classify(tail_average(result), centroids, **kw)
+    n = codes.size
+    counts = [int(np.sum(codes == c)) for c in (ALIGNED, BETWEEN, OTHER)]
+    return Outcomes(n, *counts, binomial_ci(counts[BETWEEN], n))
+
+
+def separability_values(size: str = "small") -> tuple[float, ...]:
+    """r / sigma of the separability sweep (r = 2 fixed, sigma = r / value)."""
+    return (2.0, 3.0, 4.0, 8.0) if size == "small" else (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+
+def separability_sweep(size: str = "small", init: str = "small") -> dict[float, FitResult]:
+    """r / sigma -> runs (r = 2, lam = 1, d = 5)."""
+    return {s: run_seeds(size, sigma=2.0 / s, init=init) for s in separability_values(size)}
+
+
+def dimension_values(size: str = "small") -> tuple[int, ...]:
+    """Dimensions of the dimension sweep."""
+    return (5, 20) if size == "small" else (3, 5, 10, 20, 50)
+
+
+def dimension_sweep(size: str = "small") -> dict[int, FitResult]:
+    """d -> runs (K = 2, lam = 1, small init), learning rate :func:`scaled_lr`."""
+    b = budget(size)
+    return {d: run_seeds(size, d=d, lr=scaled_lr(b.lr, d)) for d in dimension_values(size)}
+
+
+def k_heads(size: str = "small", K: int = 3) -> FitResult:
+    """K > 2 centroids (orthogonal, r = 2, sigma = 0.5, d = 5) with K heads, small init."""
+    return run_seeds(size, K=K)
+
+
+def lam_per_seed(size: str = "small") -> tuple[float, ...]:
+    """The temperature of each seed of the tilt run: ``LAMS_TILT`` repeated as evenly as
+    the number of seeds allows (extra seeds go to lam = 1), sorted."""
+    S = budget(size).seeds
+    per = S // len(LAMS_TILT)
+    lams = [lam for lam in LAMS_TILT for _ in range(per)]
+    lams += [1.0] * (S - len(lams))
+    return tuple(sorted(lams))
+
+
+def tilt_vs_lam(size: str = "small") -> tuple[np.ndarray, np.ndarray]:
+    """Measured tilt: (lam per seed, tail-averaged matched |cos| per seed and head) from one
+    ``fit_many`` call with one temperature per seed, started near the centroids (the tilt
+    is a property of the minimiser, so the runs start next to it)."""
+    lams = lam_per_seed(size)
+    res = run_seeds(size, lam=lams, init="near")
+    mix = orthogonal_mixture()
+    return np.asarray(lams), alignment(tail_average(res), mix.centroids)
+
+
+
+def steps_to(result: FitResult, centroids, level: float = 0.9) -> np.ndarray:
+    """(S,): the first recorded step at which every head's matched |cos| reaches ``level``
+    (NaN for a seed that never does)."""
+    worst = alignment(result.thetas, centroids).min(axis=-1)  # (S, n_records)
+    hit = worst >= level
+    first = np.argmax(hit, axis=-1)
+    return np.where(hit.any(axis=-1), np.asarray(result.steps)[first], np.nan)
+
+
+def head_distance(theta, reference) -> np.ndarray:
+    """Distance from heads ``theta`` (..., H, d) to ``reference`` (H, d) up to what the layer
+    cannot see: the order of the heads and the sign of each head. Returns (...): the
+    minimum over permutations and signs of the Frobenius norm of the difference."""
+    theta = np.asarray(theta, dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+    H = ref.shape[0]
+    best = None
+    for perm in itertools.permutations(range(H)):
+        p = ref[list(perm)]
+        # the best sign per head is independent across heads
+        sq = np.minimum(np.sum((theta - p) ** 2, -1), np.sum((theta + p) ** 2, -1)).sum(-1)
+        best = sq if best is None else np.minimum(best, sq)
+    return np.sqrt(best)

@@ -1,0 +1,215 @@
+"""The training explorer (chapter "Training dynamics").
+
+Sliders: temperature lam, separation r / sigma, dimension d, prompt length L, seed and the
+initialisation regime. The update callback :func:`draw_training` is a library function and
+must answer within a fraction of a second, which training from scratch cannot do on a CPU
+(a short run of a few hundred Adam steps takes seconds there, more with compilation). So
+the sliders take values on small grids and the runs are computed per group and cached:
+
+- one ``fit_many`` call (through :func:`attnclust.sweeps.run_seeds`, with the chapter's
+  "small" budget) trains every (lam, seed) pair of the grids at once, for one
+  (r / sigma, d, L, init): :func:`training_runs`, cached;
+- moving lam or seed therefore only redraws (tens of milliseconds); moving r / sigma or
+  init trains one new group (seconds); a new d or L also compiles a new program (the
+  shapes change), which takes longer the first time. At d = 5, L = 50 the program is the
+  one the chapter's experiments already compiled.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jax
+import matplotlib.figure
+import numpy as np
+
+from .. import sweeps
+from ..metrics import alignment
+from ..mixture import orthogonal_mixture, sample
+from ..train import INITS, FitResult
+
+LAMS = (0.5, 1.0, 2.0, 4.0)
+SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
+DIMS = (2, 5, 10)
+LENGTHS = (20, 50, 100)
+N_SEEDS = sweeps.budget("small").seeds // len(LAMS)
+R = 2.0
+DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, d=5, L=50, seed=0, init="small")
+"""Slider values of the static figure (the book's default setting)."""
+
+HEAD_COLOURS = ("tab:blue", "tab:orange")
+
+
+def _snap(value: float, grid: tuple) -> float:
+    """The grid value nearest to ``value``."""
+    grid_arr = np.asarray(grid, dtype=float)
+    return grid[int(np.argmin(np.abs(grid_arr - float(value))))]
+
+
+def _check(d: int, L: int, seed: int, init: str) -> None:
+    if d not in DIMS:
+        raise ValueError(f"d must be one of {DIMS}, got d={d}")
+    if L not in LENGTHS:
+        raise ValueError(f"L must be one of {LENGTHS}, got L={L}")
+    if not 0 <= seed < N_SEEDS:
+        raise ValueError(f"seed must be in 0..{N_SEEDS - 1}, got seed={seed}")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
+
+
+@lru_cache(maxsize=64)
+def training_runs(r_over_sigma: float, d: int, L: int, init: str) -> FitResult:
+    """Every (lam, seed) of ``LAMS`` x ``range(N_SEEDS)`` trained in one ``fit_many`` call
+    (lam-major order: run ``i * N_SEEDS + s`` has ``LAMS[i]`` and seed ``s``; seed ``s``
+    has the same initial heads and batches for every lam), for the mixture
+    ``orthogonal_mixture(2, d, r=2, sigma=2 / r_over_sigma)``, with the chapter's "small"
+    budget (:data:`attnclust.sweeps.BUDGETS`). Cached."""
+    _check(d, L, 0, init)
+    lams = tuple(float(lam) for lam in LAMS for _ in range(N_SEEDS))
+    return sweeps.run_seeds("small", d=d, r=R, sigma=R / float(r_over_sigma), lam=lams,
+                            init=init, L=L, repeat_keys=len(LAMS))
+
+
+@lru_cache(maxsize=64)
+def _tokens(r_over_sigma: float, d: int, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    mix = orthogonal_mixture(K=2, d=d, r=R, sigma=R / float(r_over_sigma))
+    X, labels = sample(jax.random.PRNGKey(1), mix, 1, n)
+    return np.asarray(X[0]), np.asarray(labels[0])
+
+
+@lru_cache(maxsize=256)
+def _run_curves(r_over_sigma, d, L, init, lam, seed):
+    """(steps, |cos| per head (n, H), risk (n,), heads (n+1, H, d)) of one run (cached)."""
+    runs = training_runs(r_over_sigma, d, L, init)
+    i = LAMS.index(lam) * N_SEEDS + seed
+    mu = orthogonal_mixture(K=2, d=d, r=R, sigma=1.0).centroids
+    thetas = np.concatenate([runs.theta0[i][None], runs.thetas[i]], axis=0)
+    return runs.steps, alignment(runs.thetas[i], mu), runs.risk[i], thetas
+
+
+def _build(fig: matplotlib.figure.Figure) -> dict:
+    """Create the axes and every artist once; :func:`draw_training` then only updates data."""
+    ax_cos, ax_plane = fig.subplots(1, 2, width_ratios=(1.3, 1))
+    art = {"cos": [ax_cos.plot([], [], color=HEAD_COLOURS[h], label=f"|cos| head {h + 1}")[0]
+                   for h in range(2)]}
+    ax_cos.set_ylim(0, 1.02)
+    ax_cos.set_xlabel("Adam step")
+    ax_cos.set_ylabel("|cos| with matched centroid")
+    ax_cos.grid(alpha=0.3)
+    ax_risk = ax_cos.twinx()
+    art["risk"] = ax_risk.plot([], [], color="grey", lw=0.8, alpha=0.8, label="minibatch risk")[0]
+    ax_risk.set_ylabel("minibatch risk")
+    lines = art["cos"] + [art["risk"]]
+    ax_cos.legend(lines, [ln.get_label() for ln in lines], fontsize=7, loc="lower right")
+    art["title"] = ax_cos.set_title("", fontsize=9)
+    art["tokens"] = ax_plane.scatter(np.zeros(1), np.zeros(1), s=5, alpha=0.25, linewidths=0)
+    ax_plane.scatter([R, 0], [0, R], marker="x", s=70, color="black", label="centroids")
+    art["paths"] = [ax_plane.plot([], [], color=HEAD_COLOURS[h], lw=1.2)[0] for h in range(2)]
+    art["ends"] = [ax_plane.scatter([0], [0], color=HEAD_COLOURS[h], s=30, zorder=3,
+                                    label=f"head {h + 1} (final)") for h in range(2)]
+    ax_plane.set_xlabel(r"coordinate on $e_1$")
+    ax_plane.set_ylabel(r"coordinate on $e_2$")
+    ax_plane.set_title("heads in the centroids' plane (scaled to final length r;\n"
+                       "a head and its negative are the same head)", fontsize=9)
+    ax_plane.set_aspect("equal", adjustable="box")
+    ax_plane.grid(alpha=0.3)
+    ax_plane.legend(fontsize=7, loc="upper right")
+    art["axes"] = (ax_cos, ax_risk, ax_plane)
+    return art
+
+
+def draw_training(
+    lam: float = DEFAULTS["lam"],
+    r_over_sigma: float = DEFAULTS["r_over_sigma"],
+    d: int = DEFAULTS["d"],
+    L: int = DEFAULTS["L"],
+    seed: int = DEFAULTS["seed"],
+    init: str = DEFAULTS["init"],
+    fig: matplotlib.figure.Figure | None = None,
+) -> matplotlib.figure.Figure:
+    """Draw one training run: |cos| of each head with its matched centroid and the minibatch
+    risk against the step (left), and the heads' paths in the plane of the two centroids
+    over a sample of tokens (right). ``lam`` and ``r_over_sigma`` snap to ``LAMS`` and
+    ``SEPARATIONS``; ``d``, ``L``, ``seed``, ``init`` must be grid values.
+
+    Draws into a new figure, or into ``fig`` when given: a figure this function drew before
+    keeps its axes and artists and only gets new data (fast, for the widget); any other
+    figure is cleared first."""
+    lam = _snap(lam, LAMS)
+    r_over_sigma = _snap(r_over_sigma, SEPARATIONS)
+    d, L, seed = int(d), int(L), int(seed)
+    _check(d, L, seed, init)
+    steps, cos, risk, thetas = _run_curves(r_over_sigma, d, L, init, lam, seed)
+    X, labels = _tokens(r_over_sigma, d)
+    if fig is None:
+        fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
+    art = getattr(fig, "_training_artists", None)
+    if art is None:
+        fig.clf()
+        art = fig._training_artists = _build(fig)
+    ax_cos, ax_risk, ax_plane = art["axes"]
+    for h in range(2):
+        art["cos"][h].set_data(steps, cos[:, h])
+    art["risk"].set_data(steps, risk)
+    ax_cos.set_xlim(0, steps[-1])
+    lo, hi = float(np.min(risk)), float(np.max(risk))
+    pad = 0.05 * (hi - lo) + 1e-6
+    ax_risk.set_ylim(lo - pad, hi + pad)
+    art["title"].set_text(
+        f"λ={lam:g}, r/σ={r_over_sigma:g}, d={d}, L={L}, seed {seed}, init {init!r}")
+    art["tokens"].set_offsets(X[:, :2])
+    art["tokens"].set_facecolors(np.where(labels[:, None] == 0,
+                                          np.array([[0.12, 0.47, 0.71, 1.0]]),
+                                          np.array([[1.0, 0.5, 0.05, 1.0]])))
+    points = [X[:, :2], np.array([[R, 0.0], [0.0, R]])]
+    for h in range(2):
+        path = thetas[:, h, :2] * R / max(np.linalg.norm(thetas[-1, h]), 1e-12)
+        art["paths"][h].set_data(path[:, 0], path[:, 1])
+        art["ends"][h].set_offsets(path[-1:])
+        points.append(path)
+    allp = np.concatenate(points)
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    centre, half = (lo + hi) / 2, 0.55 * float(np.max(hi - lo)) + 1e-6  # a square view
+    ax_plane.set_xlim(centre[0] - half, centre[0] + half)
+    ax_plane.set_ylim(centre[1] - half, centre[1] + half)
+    return fig
+
+
+def training_explorer():
+    """The explorer: sliders lam, r/sigma, d, L, seed, and the initialisation regime.
+
+    Returns an ``ipywidgets.VBox``; its ``figure`` attribute is the matplotlib figure that
+    every move redraws through :func:`draw_training`, ``sliders`` maps names to controls.
+    """
+    import ipywidgets as w
+    from IPython.display import display
+
+    controls = dict(
+        lam=w.SelectionSlider(options=LAMS, value=DEFAULTS["lam"], description="λ"),
+        r_over_sigma=w.SelectionSlider(options=SEPARATIONS, value=DEFAULTS["r_over_sigma"],
+                                       description="r / σ"),
+        d=w.SelectionSlider(options=DIMS, value=DEFAULTS["d"], description="d"),
+        L=w.SelectionSlider(options=LENGTHS, value=DEFAULTS["L"], description="L"),
+        seed=w.IntSlider(value=DEFAULTS["seed"], min=0, max=N_SEEDS - 1, description="seed"),
+        init=w.ToggleButtons(options=INITS, value=DEFAULTS["init"], description="init"),
+    )
+    out = w.Output()
+    fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
+
+    def update(**values):
+        draw_training(**values, fig=fig)
+        with out:
+            out.clear_output(wait=True)
+            display(fig)
+
+    wired = w.interactive_output(update, controls)
+    c = controls
+    box = w.VBox([w.HBox([w.VBox([c["lam"], c["r_over_sigma"], c["seed"]]),
+                          w.VBox([c["d"], c["L"]])]), c["init"], out, wired])
+    box.figure = fig
+    box.sliders = controls
+    return box
+
+
+__all__ = ["LAMS", "SEPARATIONS", "DIMS", "LENGTHS", "N_SEEDS", "DEFAULTS", "training_runs",
+           "draw_training", "training_explorer"]
