@@ -268,7 +268,17 @@ def bench_python_loop(steps: int) -> dict:
         theta, opt_state, loss = step(theta, opt_state, keys[i])
         loss.block_until_ready()  # as a loop that logs the loss each step would
     t = time.perf_counter() - t0
-    return {"loop_s": t, "loop_steps_per_s": steps / t, "loop_load": load1()}
+    res = {"loop_s": t, "loop_steps_per_s": steps / t, "loop_load": load1()}
+    # the same steps as one lax.scan without vmap: what fit (fit_many with S = 1) would
+    # take without its seed axis
+    scan = jax.jit(lambda th, st, ks: jax.lax.scan(
+        lambda c, k: (step(*c, k)[:2], None), (th, st), ks)[0])
+    jax.block_until_ready(scan(theta, opt_state, keys))
+    t0 = time.perf_counter()
+    jax.block_until_ready(scan(theta, opt_state, keys))
+    t = time.perf_counter() - t0
+    res.update(scan_s=t, scan_steps_per_s=steps / t, scan_load=load1())
+    return res
 
 
 def torch_layer(theta, X, lam):
@@ -324,7 +334,7 @@ def bench_torch(steps: int) -> dict:
         t0 = time.perf_counter()
         for _ in range(steps):
             loss = step()
-        float(loss)
+        float(loss.detach())
         return time.perf_counter() - t0
 
     # PyTorch's intra-op threads spin; on a shared machine one thread can be faster than
@@ -608,12 +618,16 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
     ms.append(metric("fit_many_sharded_steps_per_s", T, f"fit_many, S={S}, {sh.get('devices', '?')} host devices", sh.get("steps_per_s"), "steps/s", sh.get("load")))
     ms.append(metric("torch_steps_per_s", T, f"PyTorch eager (CPU, {tr.get('torch_threads', '?')} thread(s)): steps/s", tr.get("torch_steps_per_s"), "steps/s", tr.get("torch_load")))
     ms.append(metric("loop_steps_per_s", T, "Python loop of jitted steps: steps/s", tr["loop_steps_per_s"], "steps/s", tr["loop_load"]))
+    if "scan_steps_per_s" in tr:
+        ms.append(metric("scan_steps_per_s", T, "same step, one lax.scan, no vmap: steps/s", tr["scan_steps_per_s"], "steps/s", tr["scan_load"]))
     ms.append(metric("sequential_steps_per_s", T, f"{S} sequential fit: steps/s", tr["sequential_steps_per_s"], "steps/s", tr["sequential_load"]))
     fm = tr["fit_many_steps_per_s"]
     ms.append(metric("fit_many_vs_torch", T, "fit_many / PyTorch eager", fm / tr["torch_steps_per_s"] if tr.get("torch_steps_per_s") else None, "x", tr["fit_many_load"]))
     ms.append(metric("fit_many_vs_loop", T, "fit_many / Python loop", fm / tr["loop_steps_per_s"], "x", tr["fit_many_load"]))
     ms.append(metric("fit_many_vs_sequential", T, f"fit_many / {S} sequential fit", fm / tr["sequential_steps_per_s"], "x", tr["fit_many_load"]))
     ms.append(metric("fit_vs_torch", T, "fit / PyTorch eager", tr["fit_steps_per_s"] / tr["torch_steps_per_s"] if tr.get("torch_steps_per_s") else None, "x", tr["fit_load"]))
+    if "scan_steps_per_s" in tr:
+        ms.append(metric("fit_vs_scan", T, "fit / the same scan without vmap", tr["fit_steps_per_s"] / tr["scan_steps_per_s"], "x", tr["fit_load"]))
     ms.append(metric("fit_vs_loop", T, "fit / Python loop", tr["fit_steps_per_s"] / tr["loop_steps_per_s"], "x", tr["fit_load"]))
     if sh.get("steps_per_s"):
         ms.append(metric("sharded_vs_fit_many", T, "fit_many sharded / one device", sh["steps_per_s"] / fm, "x", sh.get("load")))
@@ -720,7 +734,7 @@ def main() -> int:
         tr.update(bench_fit(cfg["steps"], cfg["S"]))
         log(f"fit {tr['fit_steps_per_s']:.0f} steps/s, fit_many {tr['fit_many_steps_per_s']:.0f}, sequential {tr['sequential_steps_per_s']:.0f}")
         tr.update(bench_python_loop(cfg["loop_steps"]))
-        log(f"python loop {tr['loop_steps_per_s']:.0f} steps/s")
+        log(f"python loop {tr['loop_steps_per_s']:.0f} steps/s, plain scan {tr['scan_steps_per_s']:.0f} steps/s")
         try:
             tr.update(bench_torch(cfg["torch_steps"]))
             log(f"torch eager {tr['torch_steps_per_s']:.0f} steps/s")
