@@ -24,7 +24,7 @@ from .mixture import (
     sample_in_context,
 )
 from .risk import empirical_risk, population_risk, population_risk_mc
-from .train import INITS, FitResult, fit, fit_many, init_theta
+from .train import INITS, FitResult, draw_from_mixture, fit, fit_many, fit_sampler, init_theta
 
 __version__ = "0.1.0"
 
@@ -33,7 +33,8 @@ __all__ = [
     "sample_in_context", "two_head_layer", "two_head_attend", "identity_attention",
     "identity_attend", "head_coefficients",
     "head_output_limit", "identity_limit", "empirical_risk", "population_risk",
-    "population_risk_mc", "INITS", "FitResult", "fit", "fit_many", "init_theta",
+    "population_risk_mc", "INITS", "FitResult", "fit", "fit_many", "fit_sampler",
+    "draw_from_mixture", "init_theta",
     "abs_cosines", "alignment", "matching", "head_assignments", "distortion",
     "noise_floor", "adjusted_rand",
 ]

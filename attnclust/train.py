@@ -94,18 +94,24 @@ class FitResult:
         return alignment(self.theta, centroids)
 
 
-def _make_run(mixture, lam, optimizer, batch, L, record_every):
+def draw_from_mixture(mixture: GaussianMixture, key: PRNGKeyArray, batch: int, L: int):
+    """The sampler of ``fit``: ``batch`` prompts of ``L`` tokens from ``mixture``."""
+    return sample(key, mixture, batch, L)[0]
+
+
+def _make_run(draw, data, lam, optimizer, batch, L, record_every):
     """A pure function (carry, record_keys (n, 2)) -> (carry, risks (n,), thetas (n, H, d)).
 
-    Each record's key determines its batches, so the result does not depend on how the
-    run is split into chunks (with or without a progress bar)."""
+    Each step trains on ``draw(data, key, batch, L)``. Each record's key determines its
+    batches, so the result does not depend on how the run is split into chunks (with or
+    without a progress bar)."""
 
     def loss_fn(theta, X):
         return _risk_from_outputs(X, _two_head(theta, X, lam))
 
     def step(carry, key):
         theta, opt_state = carry
-        X, _ = sample(key, mixture, batch, L)
+        X = draw(data, key, batch, L)
         loss, grad = jax.value_and_grad(loss_fn)(theta, X)
         updates, opt_state = optimizer.update(grad, opt_state, theta)
         return (optax.apply_updates(theta, updates), opt_state), loss
@@ -121,14 +127,15 @@ def _make_run(mixture, lam, optimizer, batch, L, record_every):
     return run
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _run_chunk(optimizer, batch, L, record_every, mixture, lam, carry, keys):
-    """One chunk of records for every seed (vmapped over seeds and lam); keys (S, n, 2)."""
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+def _run_chunk(draw, data_axis, optimizer, batch, L, record_every, data, lam, carry, keys):
+    """One chunk of records for every seed (vmapped over seeds, lam and, when
+    ``data_axis`` is 0, the data); keys (S, n, 2)."""
 
-    def one(lam, carry, key):
-        return _make_run(mixture, lam, optimizer, batch, L, record_every)(carry, key)
+    def one(data, lam, carry, key):
+        return _make_run(draw, data, lam, optimizer, batch, L, record_every)(carry, key)
 
-    return jax.vmap(one)(lam, carry, keys)
+    return jax.vmap(one, in_axes=(data_axis, 0, 0, 0))(data, lam, carry, keys)
 
 
 def _check_fit_args(lam, steps, batch, L, record_every):
@@ -223,12 +230,7 @@ def fit_many(
     several devices are visible and S is a multiple of their number, the seeds are sharded
     over the devices (jax.sharding); the results are the same as on one device.
     """
-    keys = jnp.asarray(keys)
-    if keys.ndim != 2:
-        raise ValueError(f"keys must have shape (S, 2) (jax.random.split(key, S)), got {keys.shape}")
-    S = keys.shape[0]
-    n_records, record_every = _check_fit_args(lam, steps, batch, L, record_every)
-    optimizer = _default_optimizer(lr) if optimizer is None else optimizer
+    keys = _check_keys(keys)
     init_keys, run_keys = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
     if isinstance(init, str):
         theta0 = jax.vmap(lambda k: init_theta(k, mixture, H, init))(init_keys)
@@ -236,21 +238,72 @@ def fit_many(
         theta0 = jnp.asarray(init, jnp.float32)
         if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
             raise ValueError(f"init must have shape (H, d={mixture.d}), got {theta0.shape}")
-        theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape)
+    return _fit(run_keys, draw_from_mixture, mixture, None, theta0, lam, steps, batch, L,
+                optimizer, lr, record_every, progress)
+
+
+def _check_keys(keys):
+    keys = jnp.asarray(keys)
+    if keys.ndim != 2:
+        raise ValueError(f"keys must have shape (S, 2) (jax.random.split(key, S)), got {keys.shape}")
+    return keys
+
+
+def fit_sampler(
+    keys: PRNGKeyArray,
+    draw,
+    data,
+    theta0: Float[Array, "*S H d"],
+    lam: float = 1.0,
+    steps: int = 2000,
+    batch: int = 32,
+    L: int = 50,
+    optimizer: optax.GradientTransformation | None = None,
+    lr: float = 1e-2,
+    record_every: int | None = None,
+    progress: bool = True,
+    data_per_seed: bool = False,
+) -> FitResult:
+    """``fit_many`` for prompts from any sampler: ``draw(data, key, batch, L) -> X``
+    (batch, L, d), a JAX-traceable function of a pytree ``data`` (chapter "Beyond the
+    paper": anisotropic mixtures, several mixtures at once, real data).
+
+    Same loss, optimiser, records, progress bar and sharding as ``fit_many``, from the
+    initial heads ``theta0`` ((H, d), or (S, H, d) one per seed). With ``data_per_seed``,
+    every leaf of ``data`` has a leading axis of size S and seed s trains on its slice.
+    Keep ``draw`` the same function object between calls to reuse the compilation.
+    """
+    keys = _check_keys(keys)
+    theta0 = jnp.asarray(theta0, jnp.float32)
+    if theta0.ndim not in (2, 3):
+        raise ValueError(f"theta0 must have shape (H, d) or (S, H, d), got {theta0.shape}")
+    return _fit(keys, draw, data, 0 if data_per_seed else None, theta0, lam, steps, batch, L,
+                optimizer, lr, record_every, progress)
+
+
+def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, lr,
+         record_every, progress) -> FitResult:
+    """The training loop shared by every public entry point: seeds ``keys`` (S, 2)."""
+    S = keys.shape[0]
+    n_records, record_every = _check_fit_args(lam, steps, batch, L, record_every)
     if np.ndim(lam) == 1 and np.shape(lam)[0] != S:
         raise ValueError(f"lam must be a scalar or have shape (S={S},), got shape {np.shape(lam)}")
+    theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape[-2:])
+    optimizer = _default_optimizer(lr) if optimizer is None else optimizer
     lam = jnp.broadcast_to(jnp.asarray(lam, jnp.float32), (S,))
     carry = (theta0, jax.vmap(optimizer.init)(theta0))
     size = _chunk_size(n_records, progress)
-    record_keys = jax.vmap(lambda k: jax.random.split(k, n_records))(run_keys)
+    record_keys = jax.vmap(lambda k: jax.random.split(k, n_records))(keys)
     sharding = _seed_sharding(S)
     if sharding is not None:
         carry, record_keys, lam = jax.device_put((carry, record_keys, lam), sharding)
+        if data_axis == 0:
+            data = jax.device_put(data, sharding)
     risks, thetas = [], []
     with tqdm(total=steps * S, desc=f"fit x{S}", unit="step", disable=not progress) as bar:
         for start in range(0, n_records, size):
             carry, r, t = _run_chunk(
-                optimizer, batch, L, record_every, mixture, lam, carry,
+                draw, data_axis, optimizer, batch, L, record_every, data, lam, carry,
                 record_keys[:, start : start + size],
             )
             risks.append(np.asarray(r))

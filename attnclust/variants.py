@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from . import _validate as v
-from .attention import _two_head, identity_attention
+from .attention import identity_attention
 from .mixture import GaussianMixture
-from .risk import _risk_from_outputs
+from .train import fit_sampler as fit_sampler_many
 
 # ---------------------------------------------------------------------------------------
 # Mixtures the paper does not cover
@@ -230,19 +229,15 @@ class SamplerFit:
     risk: np.ndarray
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _fit_sampler(sampler, steps, batch, L, lr, theta0, key, lam):
-    opt = optax.adam(lr)
+@lru_cache(maxsize=None)
+def _ignoring_data(sampler):
+    """``sampler(key, batch, L)`` as a ``draw(data, key, batch, L)`` for ``ac.fit_sampler``
+    (cached, so that the same sampler reuses its compilation)."""
 
-    def step(carry, k):
-        theta, state = carry
-        X = sampler(k, batch, L)
-        loss, grad = jax.value_and_grad(lambda t: _risk_from_outputs(X, _two_head(t, X, lam)))(theta)
-        upd, state = opt.update(grad, state, theta)
-        return (optax.apply_updates(theta, upd), state), loss
+    def draw(data, key, batch, L):
+        return sampler(key, batch, L)
 
-    (theta, _), losses = jax.lax.scan(step, (theta0, opt.init(theta0)), jax.random.split(key, steps))
-    return theta, losses
+    return draw
 
 
 def fit_sampler(
@@ -258,22 +253,20 @@ def fit_sampler(
 ) -> SamplerFit:
     """Train the two-head layer with Adam on prompts ``sampler(key, batch, L)`` (a JAX-
     traceable function returning (batch, L, d)), fresh at every step: ``ac.fit`` for data
-    that are not a ``GaussianMixture``. One jit-compiled ``lax.scan``; keep ``sampler`` the
-    same object between calls to reuse the compilation."""
+    that are not a ``GaussianMixture``, through the same training loop
+    (``ac.fit_sampler``); keep ``sampler`` the same object between calls to reuse the
+    compilation."""
     theta0 = jnp.asarray(theta0, jnp.float32)
     if theta0.ndim != 2:
         raise ValueError(f"theta0 must have shape (H, d), got shape {theta0.shape}")
-    v.positive_finite("lam", lam)
-    v.positive_finite("lr", lr)
-    steps = v.positive_int("steps", steps)
-    batch = v.positive_int("batch", batch)
-    L = v.positive_int("L", L)
     n_records = v.positive_int("n_records", n_records)
-    if steps % n_records:
-        raise ValueError(f"steps must be a multiple of n_records, got {steps} and {n_records}")
-    theta, losses = _fit_sampler(sampler, steps, batch, L, float(lr), theta0, key, float(lam))
-    risk = np.asarray(losses).reshape(n_records, -1).mean(axis=1)
-    return SamplerFit(np.asarray(theta), np.asarray(theta0), risk)
+    if not isinstance(steps, (int, np.integer)) or steps < 1 or steps % n_records:
+        raise ValueError(f"steps must be a positive multiple of n_records, got {steps} and {n_records}")
+    result = fit_sampler_many(
+        jnp.asarray(key)[None], _ignoring_data(sampler), None, theta0, lam, steps, batch, L,
+        lr=lr, record_every=steps // n_records, progress=False,
+    )
+    return SamplerFit(result.theta[0], np.asarray(theta0), result.risk[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -530,25 +523,14 @@ def stack_mixtures(mixtures) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return W, M, A
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _fit_general(steps, batch, L, lr, theta0, keys, lam, W, M, A):
-    opt = optax.adam(lr)
-
-    def one(theta0, key, w, mu, a):
-        def step(carry, k):
-            theta, state = carry
-            k1, k2 = jax.random.split(k)
-            lab = jax.random.categorical(k1, jnp.log(jnp.maximum(w, 1e-30)), shape=(batch, L))
-            g = jax.random.normal(k2, (batch, L, mu.shape[-1]))
-            X = mu[lab] + jnp.einsum("nlij,nlj->nli", a[lab], g)
-            loss, grad = jax.value_and_grad(lambda t: _risk_from_outputs(X, _two_head(t, X, lam)))(theta)
-            upd, state = opt.update(grad, state, theta)
-            return (optax.apply_updates(theta, upd), state), loss
-
-        (theta, _), losses = jax.lax.scan(step, (theta0, opt.init(theta0)), jax.random.split(key, steps))
-        return theta, losses
-
-    return jax.vmap(one)(theta0, keys, W, M, A)
+def _draw_general(data, key, batch, L):
+    """``batch`` prompts from one stacked mixture ``data = (w (K,), mu (K, d), A (K, d, d))``
+    (``stack_mixtures``), for ``ac.fit_sampler``."""
+    w, mu, a = data
+    k1, k2 = jax.random.split(key)
+    lab = jax.random.categorical(k1, jnp.log(jnp.maximum(w, 1e-30)), shape=(batch, L))
+    g = jax.random.normal(k2, (batch, L, mu.shape[-1]))
+    return mu[lab] + jnp.einsum("nlij,nlj->nli", a[lab], g)
 
 
 def fit_mixtures(
@@ -589,12 +571,12 @@ def fit_mixtures(
         theta0 = jnp.asarray(theta0, jnp.float32)
         if theta0.shape != (S, H, d):
             raise ValueError(f"theta0 must have shape (S, H, d)=({S}, {H}, {d}), got {theta0.shape}")
-    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    thetas, losses = _fit_general(
-        steps, v.positive_int("batch", batch), v.positive_int("L", L), float(lr), theta0,
-        jax.random.split(k_run, S), float(lam), f32(W), f32(M), f32(A),
+    data = tuple(jnp.asarray(x, jnp.float32) for x in (W, M, A))
+    result = fit_sampler_many(
+        jax.random.split(k_run, S), _draw_general, data, theta0, lam, steps, batch, L, lr=lr,
+        record_every=steps // n_records, progress=False, data_per_seed=True,
     )
-    return np.asarray(thetas), np.asarray(losses).reshape(S, n_records, -1).mean(axis=-1)
+    return result.theta, result.risk
 
 
 def general_identity_limit(z: Float[Array, "*b d"], mixture: GeneralMixture, lam: float) -> Float[Array, "*b d"]:
