@@ -61,10 +61,18 @@ def names() -> list[str]:
 
 
 def make(name: str, size: str = "small"):
-    """Draw the figure ``name`` at ``size`` and return the matplotlib Figure."""
+    """Draw the figure ``name`` at ``size`` and return the matplotlib Figure.
+
+    The figure is closed in pyplot before it is returned, so a notebook cell ending in
+    ``make(name)`` shows it once (as the cell's value), not a second time through the
+    inline backend."""
     _load_all()
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
     if size not in SIZES:
         raise ValueError(f"size must be one of {SIZES}, got size={size!r}")
-    return FIGURES[name].func(size=size)
+    import matplotlib.pyplot as plt
+
+    fig = FIGURES[name].func(size=size)
+    plt.close(fig)
+    return fig
