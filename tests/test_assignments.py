@@ -26,20 +26,11 @@ from attnclust.assignments import (
 )
 from attnclust.assignments.__main__ import main as cli
 from attnclust.assignments.grading import unanswered
+from attnclust.assignments.source import MYST_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+HEADER = MYST_HEADER
 
 TOY = HEADER + '''
 # Toy chapter

@@ -16,23 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from attnclust.assignments.source import MYST_HEADER
+
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
 FLAGS = ["--builder", "html", "-W", "-n", "--keep-going"]  # as in the Makefile's book target
 
 pytestmark = pytest.mark.slow
 
-PAGE = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+PAGE = MYST_HEADER + """
 
 # Page
 

@@ -17,21 +17,11 @@ import nbformat
 
 from .editions import write_editions
 from .grading import grade_submissions, write_csv
-from .source import parse_chapter
+from .source import MYST_HEADER, parse_chapter
 
 __all__ = ["EXAMPLE_CHAPTER", "rows_to_html", "run_example"]
 
-EXAMPLE_CHAPTER = '''---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+EXAMPLE_CHAPTER = MYST_HEADER + '''
 # Toy chapter
 
 ```{code-cell} python3

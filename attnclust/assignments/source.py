@@ -44,6 +44,20 @@ from typing import Literal
 
 import nbformat
 
+MYST_HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+"""The jupytext header every chapter starts with: a MyST Markdown notebook on the python3
+kernel (DESIGN.md, "Chapters")."""
+
 __all__ = [
     "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_header", "parse_chapter",
     "parse_notebook", "split_fences",

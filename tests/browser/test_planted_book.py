@@ -23,21 +23,12 @@ import yaml
 
 import book_checks
 
+from attnclust.assignments.source import MYST_HEADER
+
 pytestmark = pytest.mark.browser
 REPO = book_checks.REPO
 
-HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+HEADER = MYST_HEADER
 
 GOOD = HEADER + r'''
 # Good page
