@@ -195,6 +195,35 @@ def markdown_table(results: dict[str, Any], section: str | None = None) -> str:
     return "\n".join([head, rule, *body])
 
 
+def html_table(results: dict[str, Any], section: str | None = None) -> str:
+    """The goal table as an HTML table (the Performance page shows it as a cell output;
+    Markdown outputs are rendered as CommonMark there, which has no tables). Rows whose
+    goal is not met carry the class ``goal-not-met``."""
+    import html
+
+    rows = metric_rows(results)
+    cols = COLUMNS
+    if section is not None:
+        rows = [r for r in rows if r["section"] == section]
+        if not rows:
+            raise ValueError(f"no metric in section {section!r}; sections: {sections(results)}")
+        cols = tuple(c for c in COLUMNS if c[0] != "section")
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in cols)
+    body = []
+    for r in rows:
+        cls = ' class="goal-not-met"' if r["met"] == "NOT met" else ""
+        cells = "".join(
+            f"<td>{'<strong>NOT met</strong>' if k == 'met' and r[k] == 'NOT met' else html.escape(r[k])}</td>"
+            for k, _ in cols
+        )
+        title = f' title="{html.escape(r["note"])}"' if r.get("note") else ""
+        body.append(f"<tr{cls}{title}>{cells}</tr>")
+    return (
+        '<table class="table perf-table">\n<thead><tr>' + head + "</tr></thead>\n<tbody>\n"
+        + "\n".join(body) + "\n</tbody>\n</table>"
+    )
+
+
 def text_table(results: dict[str, Any]) -> str:
     """The goal table as fixed-width text (what ``make bench`` prints)."""
     rows = metric_rows(results)

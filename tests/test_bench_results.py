@@ -90,6 +90,10 @@ def test_table_marks_goals():
     md = perf.markdown_table(r).splitlines()
     assert md[0].startswith("| Section |") and len(md) == 2 + 4
     assert "NOT met" in perf.text_table(r)
+    html = perf.html_table(r, section="S")
+    assert html.count("<tr") == 1 + 4 and html.count('class="goal-not-met"') == 2
+    with pytest.raises(ValueError, match="no metric in section"):
+        perf.html_table(r, section="nope")
 
 
 @pytest.mark.parametrize(
