@@ -138,6 +138,29 @@ def _run_chunk(draw, data_axis, optimizer, batch, L, record_every, data, lam, ca
     return jax.vmap(one, in_axes=(data_axis, 0, 0, 0))(data, lam, carry, keys)
 
 
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _run_chunk_one(draw, optimizer, batch, L, record_every, data, lam, carry, keys):
+    """``_run_chunk`` for a single seed, without the seed axis: on the CPU, XLA runs the
+    step several times slower with a leading axis of size 1 (measured 3.3 against 0.54
+    ms per default step, benchmarks/alternatives.py), so ``fit`` does not vmap."""
+    return _make_run(draw, data, lam, optimizer, batch, L, record_every)(carry, keys)
+
+
+def _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data):
+    """A function (lam, carry, keys) -> (carry, risks, thetas) with a leading seed axis
+    on every argument and result, run through ``_run_chunk_one`` when S = 1."""
+    if S > 1 or data_axis == 0:
+        return partial(_run_chunk, draw, data_axis, optimizer, batch, L, record_every, data)
+
+    def one(lam, carry, keys):
+        squeeze = partial(jax.tree_util.tree_map, lambda x: x[0])
+        expand = partial(jax.tree_util.tree_map, lambda x: x[None])
+        out = _run_chunk_one(draw, optimizer, batch, L, record_every, data, lam[0], squeeze(carry), keys[0])
+        return expand(out)
+
+    return one
+
+
 def _check_fit_args(lam, steps, batch, L, record_every):
     lam_arr = np.asarray(lam, dtype=np.float64)
     if lam_arr.ndim > 1:
@@ -299,13 +322,11 @@ def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, l
         carry, record_keys, lam = jax.device_put((carry, record_keys, lam), sharding)
         if data_axis == 0:
             data = jax.device_put(data, sharding)
+    run = _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data)
     risks, thetas = [], []
     with tqdm(total=steps * S, desc=f"fit x{S}", unit="step", disable=not progress) as bar:
         for start in range(0, n_records, size):
-            carry, r, t = _run_chunk(
-                draw, data_axis, optimizer, batch, L, record_every, data, lam, carry,
-                record_keys[:, start : start + size],
-            )
+            carry, r, t = run(lam, carry, record_keys[:, start : start + size])
             risks.append(np.asarray(r))
             thetas.append(np.asarray(t))
             bar.update(size * record_every * S)

@@ -17,6 +17,7 @@ MODULES = (
     "training",
     "icq",
     "beyond",
+    "performance",
 )
 
 
