@@ -7,8 +7,9 @@ Sphinx re-reads a page only when its *source* changed. So after an edit to the l
 plain rebuild would keep showing figures and numbers computed with the old library.
 
 This script hashes everything that can change what a cell computes without changing the
-chapter text: the library sources (attnclust/**/*.py), requirements.txt and
-pyproject.toml. The hash of the last build is stored in _build/.attnclust-hash. When it
+chapter text: the library sources (attnclust/**/*.py), requirements.txt,
+pyproject.toml, and the benchmark data that the Performance page reads
+(benchmarks/results.json, benchmarks/book.json). The hash of the last build is stored in _build/.attnclust-hash. When it
 differs (or is missing), the cache and everything derived from it is deleted:
 
     _build/.jupyter_cache   executed notebooks
@@ -35,7 +36,7 @@ from pathlib import Path
 HASH_FILE = ".attnclust-hash"
 # Paths (relative to the repository root) whose contents feed the hash.
 HASHED_GLOBS = ("attnclust/**/*.py",)
-HASHED_FILES = ("requirements.txt", "pyproject.toml")
+HASHED_FILES = ("requirements.txt", "pyproject.toml", "benchmarks/results.json", "benchmarks/book.json")
 # Build products that depend on executed outputs (relative to the build dir).
 STALE_PATHS = (".jupyter_cache", "jupyter_execute", ".doctrees", "html")
 

@@ -74,9 +74,10 @@ def test_unchanged_library_keeps_cache(repo: Path):
         lambda r: (r / "attnclust" / "sub" / "deep.py").rename(r / "attnclust" / "moved.py"),
         lambda r: (r / "requirements.txt").write_text("jax==0.10.3\n"),
         lambda r: (r / "pyproject.toml").write_text("[project]\nname='attnclust2'\n"),
+        lambda r: (r / "benchmarks").mkdir() or (r / "benchmarks" / "results.json").write_text("{}"),
     ],
     ids=["edit-init", "edit-nested", "add-module", "delete-module", "rename-module",
-         "requirements", "pyproject"],
+         "requirements", "pyproject", "benchmark-results"],
 )
 def test_library_change_clears_cache(repo: Path, edit):
     run_script(repo)
