@@ -6,28 +6,16 @@ Files in chapters/ whose name starts with an underscore (chapters/_*.md) are hel
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))
+from book_checks import toc_entries  # noqa: E402  (no browser needed: plain YAML walking)
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_SUFFIXES = (".md", ".ipynb", ".rst")
-
-
-def toc_entries(node) -> list[str]:
-    """All `file:` entries (and the root) of a Jupyter Book 1.x TOC, in order."""
-    out: list[str] = []
-    if isinstance(node, dict):
-        for key in ("root", "file"):
-            if isinstance(node.get(key), str):
-                out.append(node[key])
-        for key, value in node.items():
-            if key not in ("root", "file"):
-                out.extend(toc_entries(value))
-    elif isinstance(node, list):
-        for item in node:
-            out.extend(toc_entries(item))
-    return out
 
 
 def load_toc() -> list[str]:

@@ -52,26 +52,29 @@ IMAGE_TIMEOUT_MS = 10_000
 # --------------------------------------------------------------------------- sources
 
 
+def toc_entries(node) -> list[str]:
+    """All `root:` and `file:` entries of a Jupyter Book 1.x TOC (parsed YAML), in order,
+    duplicates kept."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key in ("root", "file"):
+            if isinstance(node.get(key), str):
+                out.append(node[key])
+        for key, value in node.items():
+            if key not in ("root", "file"):
+                out.extend(toc_entries(value))
+    elif isinstance(node, list):
+        for item in node:
+            out.extend(toc_entries(item))
+    return out
+
+
 def toc_docnames(book_root: Path) -> list[str]:
     """Docnames (paths without suffix) of every page in _toc.yml, root first."""
     toc = yaml.safe_load((book_root / "_toc.yml").read_text())
 
-    def walk(node) -> list[str]:
-        out: list[str] = []
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if isinstance(node.get(key), str):
-                    out.append(node[key])
-            for key, value in node.items():
-                if key not in ("root", "file"):
-                    out.extend(walk(value))
-        elif isinstance(node, list):
-            for item in node:
-                out.extend(walk(item))
-        return out
-
     names = []
-    for entry in walk(toc):
+    for entry in toc_entries(toc):
         stem = entry
         for suffix in SOURCE_SUFFIXES:
             stem = stem.removesuffix(suffix)
