@@ -59,6 +59,23 @@ def _check_n_init(n_init: int) -> int:
         raise ValueError(f"n_init must be an integer >= 1, got n_init={n_init!r}")
     return int(n_init)
 
+def _per_prompt(fit_one, X, K, seed, n_init) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``fit_one(x, K, n_init, random_state) -> (labels (L,), centres (K, d))`` on every
+    prompt of ``X`` with one BLAS/OpenMP thread, prompt ``i`` seeded ``seed + i``."""
+    arr, K = _check(X, K)
+    n_init = _check_n_init(n_init)
+    n, L, d = arr.shape
+    labels = np.empty((n, L), dtype=np.int64)
+    centres = np.empty((n, K, d), dtype=np.float64)
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        # Prompts with fewer distinct points than K (degenerate draws) warn; the result
+        # is still a valid partition.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for i in range(n):
+            labels[i], centres[i] = fit_one(arr[i], K, n_init, int(seed) + i)
+    return labels, centres
+
+
 
 def kmeans_per_prompt(
     X: np.ndarray, K: int, seed: int = 0, n_init: int = KMEANS_N_INIT
@@ -82,20 +99,11 @@ def kmeans_per_prompt(
     """
     from sklearn.cluster import KMeans
 
-    arr, K = _check(X, K)
-    n_init = _check_n_init(n_init)
-    n, L, d = arr.shape
-    labels = np.empty((n, L), dtype=np.int64)
-    centres = np.empty((n, K, d), dtype=np.float64)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
-        # Prompts with fewer distinct points than K (degenerate draws) warn; the result
-        # is still a valid partition.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for i in range(n):
-            km = KMeans(n_clusters=K, n_init=n_init, random_state=int(seed) + i).fit(arr[i])
-            labels[i] = km.labels_
-            centres[i] = km.cluster_centers_
-    return labels, centres
+    def fit_one(x, K, n_init, random_state):
+        km = KMeans(n_clusters=K, n_init=n_init, random_state=random_state).fit(x)
+        return km.labels_, km.cluster_centers_
+
+    return _per_prompt(fit_one, X, K, seed, n_init)
 
 
 def em_per_prompt(
@@ -123,20 +131,10 @@ def em_per_prompt(
     """
     from sklearn.mixture import GaussianMixture
 
-    arr, K = _check(X, K)
-    n_init = _check_n_init(n_init)
-    n, L, d = arr.shape
-    labels = np.empty((n, L), dtype=np.int64)
-    means = np.empty((n, K, d), dtype=np.float64)
-    with threadpool_limits(limits=1), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for i in range(n):
-            gm = GaussianMixture(
-                n_components=K,
-                covariance_type="spherical",
-                n_init=n_init,
-                random_state=int(seed) + i,
-            ).fit(arr[i])
-            labels[i] = gm.predict(arr[i])
-            means[i] = gm.means_
-    return labels, means
+    def fit_one(x, K, n_init, random_state):
+        gm = GaussianMixture(
+            n_components=K, covariance_type="spherical", n_init=n_init, random_state=random_state
+        ).fit(x)
+        return gm.predict(x), gm.means_
+
+    return _per_prompt(fit_one, X, K, seed, n_init)
