@@ -60,16 +60,10 @@ class GeneralMixture:
         mu = np.asarray(self.centroids, dtype=np.float64)
         w = np.asarray(self.weights, dtype=np.float64)
         A = np.asarray(self.scales, dtype=np.float64)
-        if mu.ndim != 2 or mu.shape[0] < 1 or mu.shape[1] < 1:
-            raise ValueError(f"centroids must have shape (K, d) with K, d >= 1, got {mu.shape}")
+        GaussianMixture(w, mu, 1.0)  # the same checks of weights and centroids
         K, d = mu.shape
-        if w.shape != (K,):
-            raise ValueError(f"weights must have shape (K,)=({K},), got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or abs(w.sum() - 1) > 1e-5:
-            raise ValueError(f"weights must be finite, >= 0 and sum to 1, got weights={w!r}")
         if A.shape != (K, d, d):
             raise ValueError(f"scales must have shape (K, d, d)=({K}, {d}, {d}), got {A.shape}")
-        v.finite_array("centroids", mu)
         v.finite_array("scales", A)
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "centroids", mu)
