@@ -1,5 +1,7 @@
-"""The training explorer: its callback redraws from the sliders, fast, and the widget is
-wired to it (chapter "Training dynamics")."""
+"""The training explorer (chapter "Training dynamics"): its callback draws the run it
+claims (the run of the chapter's sweep, trained on demand), every slider move changes the
+figure and answers within 0.3 s (95th percentile) once ``prepare()`` has compiled, and the
+widget is wired to it."""
 
 import time
 
@@ -7,7 +9,23 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
+from attnclust.metrics import alignment
+from attnclust.mixture import orthogonal_mixture
+from attnclust.widgets import slider_values
 from attnclust.widgets import training as wt
+from attnclust.widgets._background import BackgroundPrepare
+
+P95_LIMIT_S = 0.3
+"""The issue's bound on a slider move (95th percentile, on the book's 2-core CPU)."""
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    """Compile every (d, L) program and initialisation (what the explorer does in the
+    background when it opens); returns the seconds it took."""
+    t0 = time.perf_counter()
+    wt.prepare()
+    return time.perf_counter() - t0
 
 
 def _axis(fig, ylabel):
@@ -61,23 +79,83 @@ def test_bad_values_raise():
         wt.draw_training(seed=wt.N_SEEDS)
 
 
-def test_latency_p95_under_300ms():
-    fig = wt.draw_training()  # warm-up: trains the default group (every lam and seed)
-    times = []
-    for i in range(20):  # every call a different (lam, seed) pair: 16 distinct, then repeats
-        lam = wt.LAMS[i % len(wt.LAMS)]
-        seed = (i // len(wt.LAMS)) % wt.N_SEEDS
-        t = time.perf_counter()
-        wt.draw_training(lam=lam, seed=seed, fig=fig)
-        times.append(time.perf_counter() - t)
-    p50, p95 = np.percentile(times, [50, 95])
-    print(f"draw_training latency over 20 calls: p50 {p50 * 1e3:.0f} ms, p95 {p95 * 1e3:.0f} ms")
-    assert p95 < 0.3
+def test_on_demand_run_is_the_group_run():
+    """The run the explorer trains alone (``fit``, no seed axis) is run
+    ``i * N_SEEDS + s`` of the chapter's group computation (one ``fit_many`` through
+    ``sweeps.run_seeds``): the same initial heads exactly, and the same heads and risk up
+    to float rounding (measured: heads identical, risk within 1e-6 relative)."""
+    r_over_sigma, d, L, init = 4.0, 2, 20, "close"  # the cheapest group to train
+    group = wt.training_runs(r_over_sigma, d, L, init)
+    mu = orthogonal_mixture(K=2, d=d, r=2.0, sigma=1.0).centroids
+    for i, lam in enumerate(wt.LAMS):
+        for s in range(wt.N_SEEDS):
+            run, j = wt.training_run(lam, r_over_sigma, d, L, s, init), i * wt.N_SEEDS + s
+            np.testing.assert_array_equal(run.theta0, group.theta0[j])
+            np.testing.assert_allclose(run.thetas, group.thetas[j], rtol=0, atol=1e-4)
+            np.testing.assert_allclose(alignment(run.thetas, mu), alignment(group.thetas[j], mu),
+                                       rtol=0, atol=1e-4)
+            np.testing.assert_allclose(run.risk, group.risk[j], rtol=1e-4)
+            np.testing.assert_array_equal(run.steps, group.steps)
 
 
-def test_explorer_widget():
+def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
+    """Each slider of the explorer through every value of its grid, one slider at a time
+    from the defaults (each move a new run, trained on demand), after ``prepare()``."""
     pytest.importorskip("ipywidgets")
     box = wt.training_explorer()
+    box.prepare_thread.join()  # nothing left to compile: ``prepared`` did it
+    fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
+    base = _curves(wt.draw_training(fig=fig))
+    times = {}
+    for name, control in box.sliders.items():
+        for value in slider_values(control):
+            if value == wt.DEFAULTS[name]:
+                continue
+            t0 = time.perf_counter()
+            wt.draw_training(**{name: value}, fig=fig)
+            times[name, value] = time.perf_counter() - t0
+            moved = _curves(fig)
+            assert base.shape != moved.shape or not np.allclose(base, moved), (name, value)
+    wt.draw_training(fig=fig)
+    assert np.array_equal(_curves(fig), base)  # back at the defaults: the same figure
+    t = np.array(list(times.values()))
+    p50, p95 = np.percentile(t, [50, 95])
+    slowest = max(times, key=times.get)
+    print(f"prepare {prepared:.1f} s; {t.size} moves: p50 {p50 * 1e3:.0f} ms, "
+          f"p95 {p95 * 1e3:.0f} ms, max {t.max() * 1e3:.0f} ms at {slowest}")
+    assert p95 < P95_LIMIT_S, f"p95 {p95:.3f} s over {t.size} moves: {times}"
+
+
+def test_prepare_in_background_beside_moves(prepared):
+    """``prepare()`` in a thread while moves train: no error, and the moves' runs are the
+    same as without it (each shape's lock makes a move wait for a compilation in
+    progress instead of doing it twice)."""
+    expected = {L: wt.training_run(2.0, 6.0, 10, L, 1, "near").thetas for L in wt.LENGTHS}
+    wt._PREPARED.clear()  # prepare() redoes its runs (compiled already: seconds)
+    background = BackgroundPrepare(wt.prepare, name="test-prepare")
+    thread = background.start()
+    assert background.start() is thread  # started once
+    for L in wt.LENGTHS:
+        np.testing.assert_array_equal(wt._train(2.0, 6.0, 10, L, 1, "near").thetas, expected[L])
+    thread.join()
+    assert background.error is None
+    assert {(d, L) for d in wt.DIMS for L in wt.LENGTHS} <= wt._PREPARED
+
+
+def test_static_figure_does_not_prepare(monkeypatch):
+    """The chapter's figure at the defaults compiles only what it draws."""
+    calls = []
+    monkeypatch.setattr(wt, "prepare", lambda: calls.append(1))
+    monkeypatch.setattr(wt, "_background", BackgroundPrepare(lambda: calls.append(1), "x"))
+    wt.draw_training()
+    assert calls == []
+
+
+def test_explorer_widget(prepared):
+    pytest.importorskip("ipywidgets")
+    box = wt.training_explorer()
+    box.prepare_thread.join()
+    assert wt._background.error is None
     assert set(box.sliders) == {"lam", "r_over_sigma", "d", "L", "seed", "init"}
     assert box.sliders["lam"].value == wt.DEFAULTS["lam"]
     assert tuple(box.sliders["init"].options) == tuple(wt.INITS)

@@ -10,9 +10,31 @@ matplotlib figure from slider values; the chapters show that figure statically a
 widget so that HTML readers see it without a kernel. Names are resolved lazily from the
 submodules, so ``attnclust.widgets.mixture_explorer`` works without importing ipywidgets
 at package import time.
+
+Modules whose callbacks compile JAX programs have a ``prepare()`` that compiles every
+shape their sliders allow; their explorer starts it in a background thread when it opens.
+:func:`slider_values` lists the values a control can take (for the speed tests, which move
+every slider through all of them).
 """
 
 import importlib
+
+import numpy as np
+
+
+def slider_values(control) -> tuple:
+    """Every value an ipywidgets control of the explorers can take: the options of a
+    selection slider or toggle buttons, ``min..max`` by ``step`` for an int, float or
+    log slider (a log slider's exponents are on that grid)."""
+    if hasattr(control, "options"):
+        return tuple(control.options)
+    lo, hi, step = control.min, control.max, control.step
+    if isinstance(control.value, (int, np.integer)) and not isinstance(control.value, bool):
+        return tuple(range(lo, hi + 1, step))
+    grid = lo + step * np.arange(int(round((hi - lo) / step)) + 1)
+    if hasattr(control, "base"):  # FloatLogSlider: min, max, step are exponents
+        grid = control.base ** grid
+    return tuple(float(x) for x in grid)
 
 _MODULES = ("mixture", "training", "quantization")
 

@@ -6,11 +6,21 @@ tokens moving to their outputs, beside the prompt's distortion against lam.
 ``quantization_explorer`` wires it to sliders (ipywidgets). The chapter shows
 ``draw_quantization()`` at the default values above the widget, for readers without a
 kernel.
+
+Speed: a prompt of L tokens is the first L tokens of a prompt of ``L_MAX`` tokens (the
+L slider's largest value), and identity attention runs on the full ``L_MAX`` array with
+the keys beyond L masked out (:func:`_masked_identity`, equal to
+``attnclust.identity_attention`` of the L tokens up to float rounding; tested). So the
+array shapes depend on K only: :func:`prepare` compiles the three programs (K = 2, 3, 4)
+and :func:`quantization_explorer` starts it in a background thread when it opens; after
+that no move compiles anything. Moving L adds or removes tokens at the end of the same
+prompt instead of drawing a new one.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from functools import lru_cache
 
 import jax
@@ -25,6 +35,7 @@ import attnclust as ac
 from .. import _validate as v
 from .. import symbolic
 from .. import variants as V
+from ._background import BackgroundPrepare
 
 R = 2.0
 """Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
@@ -34,6 +45,13 @@ DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, K=2, L=100, seed=0)
 
 LAM_GRID = np.geomspace(0.05, 4.0, 12)
 """Temperatures of the right panel's distortion curve."""
+
+L_MAX = 400
+"""The L slider's largest value: every prompt of at most ``L_MAX`` tokens is the start of
+the ``L_MAX``-token prompt of its (K, seed) (longer prompts are drawn at their length)."""
+
+K_VALUES = (2, 3, 4)
+"""The values of the K slider."""
 
 _COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
 
@@ -60,19 +78,41 @@ def _check(lam, r_over_sigma, K, L, seed) -> tuple[int, int, int]:
     return K, L, int(seed)
 
 
-@lru_cache(maxsize=64)
-def _prompt(K: int, L: int, seed: int):
-    """One in-context prompt at sigma = 1: tokens, labels, centroids, own centroids (cached,
-    so that moving lam or r/sigma does not resample; the noise is rescaled instead)."""
+def _draw_prompt(K: int, n: int, seed: int):
+    """One in-context prompt of ``n`` tokens at sigma = 1 (NumPy arrays with a leading
+    prompt axis of 1): tokens, labels, centroids, each token's own centroid."""
     d = max(K, 2)
-    X, lab, mus = ac.sample_in_context(jax.random.PRNGKey(seed), K, d, R, 1.0, 1, L)
-    return X, lab, mus, V.own_centroids(mus, lab)
+    X, lab, mus = ac.sample_in_context(jax.random.PRNGKey(seed), K, d, R, 1.0, 1, n)
+    return tuple(np.asarray(a) for a in (X, lab, mus, V.own_centroids(mus, lab)))
+
+
+_prompt = lru_cache(maxsize=64)(_draw_prompt)
+""":func:`_draw_prompt`, cached (moving lam or r/sigma does not resample; the noise is
+rescaled instead)."""
+
+
+def _masked_identity(X, mask, lam):
+    """``attnclust.identity_attention`` of the tokens where ``mask`` (..., L) is True: every
+    query attends only to those keys (rows where ``mask`` is False are computed, over the
+    same keys, and meant to be discarded)."""
+    scores = lam * jnp.einsum("...qd,...kd->...qk", X, X)
+    scores = jnp.where(mask[..., None, :], scores, -jnp.inf)
+    return jax.nn.softmax(scores, axis=-1) @ X
+
+
+def _masked_distortion(Q, own, mask):
+    """``attnclust.distortion(Q, own)`` over the tokens where ``mask`` is True."""
+    err = jnp.sum((Q - own) ** 2, axis=-1)
+    return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
 
 
 @jax.jit
-def _curve(X, own, lams):
-    """The prompt's distortion at every temperature of ``lams`` (one compiled call)."""
-    return jax.vmap(lambda l: ac.distortion(ac.identity_attention(X, l), own))(lams)
+def _quantize(X, own, mask, lam, lams):
+    """Identity attention of the masked prompt at ``lam``, its distortion, and the
+    distortion at every temperature of ``lams`` (one compiled call per shape)."""
+    Q = _masked_identity(X, mask, lam)
+    curve = jax.vmap(lambda l: _masked_distortion(_masked_identity(X, mask, l), own, mask))(lams)
+    return Q, _masked_distortion(Q, own, mask), curve
 
 
 @lru_cache(maxsize=64)
@@ -80,29 +120,78 @@ def _exact_curve(sigma: float, d: int) -> np.ndarray:
     return np.array([symbolic.distortion_exact(l, R, sigma, d) for l in LAM_GRID])
 
 
+def _data(lam, r_over_sigma, K, L, seed, prompt) -> dict:
+    K, L, seed = _check(lam, r_over_sigma, K, L, seed)
+    d = max(K, 2)
+    sigma = R / float(r_over_sigma)
+    n = max(L, L_MAX)
+    X1, lab, mus, own = prompt(K, n, seed)
+    X = own + sigma * (X1 - own)
+    mask = np.arange(n) < L
+    Q, dist, curve = _quantize(X, own, mask, float(lam), jnp.asarray(LAM_GRID, jnp.float32))
+    pred = np.asarray(V.nearest_centroid(Q, mus))[:, :L]
+    Q = np.asarray(Q)
+    out = {
+        "X": X[0, :L], "labels": lab[0, :L], "centroids": mus[0], "Q": Q[0, :L],
+        "sigma": sigma, "d": d, "distortion": float(dist),
+        "ari": float(ac.adjusted_rand(lab[:, :L], pred)[0]),
+        "noise_floor": d * sigma**2, "curve": np.asarray(curve),
+        "exact": _exact_curve(sigma, d) if K == 2 else None,
+    }
+    if n == L_MAX:
+        _PREPARED.add(K)
+    return out
+
+
 def quantization_data(
     lam: float = 1.0, r_over_sigma: float = 4.0, K: int = 2, L: int = 100, seed: int = 0
 ) -> dict:
     """The numbers behind ``draw_quantization``: one in-context prompt (K orthogonal
-    centroids of norm 2 in d = max(K, 2), sigma = 2 / r_over_sigma), its identity-attention
-    outputs at ``lam``, the distortion and the oracle ARI (nearest true centroid of each
-    output), and the prompt's distortion on ``LAM_GRID``. The centroids and the standard
-    normal noise depend on (K, L, seed) only: r/sigma rescales the same noise."""
-    K, L, seed = _check(lam, r_over_sigma, K, L, seed)
-    d = max(K, 2)
-    sigma = R / float(r_over_sigma)
-    X1, lab, mus, own = _prompt(K, L, seed)
-    X = own + sigma * (X1 - own)
-    Q = ac.identity_attention(X, float(lam))
-    curve = np.asarray(_curve(X, own, jnp.asarray(LAM_GRID, jnp.float32)))
-    return {
-        "X": np.asarray(X[0]), "labels": np.asarray(lab[0]), "centroids": np.asarray(mus[0]),
-        "Q": np.asarray(Q[0]), "sigma": sigma, "d": d,
-        "distortion": float(ac.distortion(Q, own)),
-        "ari": float(ac.adjusted_rand(lab, V.nearest_centroid(Q, mus))[0]),
-        "noise_floor": d * sigma**2, "curve": curve,
-        "exact": _exact_curve(sigma, d) if K == 2 else None,
-    }
+    centroids of norm 2 in d = max(K, 2), sigma = 2 / r_over_sigma): the first L tokens
+    of ``sample_in_context(PRNGKey(seed), K, d, 2, sigma, 1, max(L, L_MAX))``; its
+    identity-attention outputs at ``lam``, the distortion and the oracle ARI (nearest true
+    centroid of each output), and the prompt's distortion on ``LAM_GRID``. The centroids
+    and the standard normal noise depend on (K, seed) only (and on L beyond ``L_MAX``):
+    r/sigma rescales the same noise, L takes more or fewer of the same tokens."""
+    return _data(lam, r_over_sigma, K, L, seed, _prompt)
+
+
+def prepare() -> None:
+    """Compile every program a move can need, so that no move waits for compilation: the
+    prompt sampler, the masked identity attention with its distortion curve and the
+    nearest-centroid labels, at each K of ``K_VALUES`` (the shapes depend on K only, for
+    L <= ``L_MAX``), skipping the K already compiled in this process. The prompts it
+    draws are not cached. Safe to run in a background thread (a move that needs a program being compiled waits for it, once). The chapter's
+    static figure does not call it."""
+    for K in K_VALUES:
+        if K in _PREPARED:
+            continue
+        with _lock(K):
+            _data(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], K, DEFAULTS["L"], 1, _draw_prompt)
+
+
+_LOCKS = {K: threading.Lock() for K in K_VALUES}
+_OTHER_LOCK = threading.Lock()
+
+
+def _lock(K) -> threading.Lock:
+    """The lock of K's programs: held by :func:`prepare` while it compiles them and by a
+    callback at that K, so that a callback needing a program being compiled waits for it
+    instead of compiling it a second time (callbacks at other K do not wait)."""
+    return _LOCKS.get(K, _OTHER_LOCK) if isinstance(K, (int, np.integer)) else _OTHER_LOCK
+
+
+_PREPARED: set = set()
+"""The K whose programs (at ``L_MAX`` tokens) this process has compiled, by either thread."""
+
+_background = BackgroundPrepare(prepare, name="attnclust-quantization-prepare")
+
+
+def prepare_in_background() -> threading.Thread:
+    """Start :func:`prepare` in a daemon thread (once per process) and return the thread;
+    an exception it raises is kept in ``_background.error`` (a move then compiles what it
+    needs itself, as without ``prepare``)."""
+    return _background.start()
 
 
 def draw_quantization(
@@ -115,7 +204,8 @@ def draw_quantization(
     Right: this prompt's distortion against lam, the current lam marked, with the large-L
     exact curve when K = 2 and the noise floor d sigma^2.
     """
-    data = quantization_data(lam, r_over_sigma, K, L, seed)
+    with _lock(K):
+        data = quantization_data(lam, r_over_sigma, K, L, seed)
     P = _projection(data["centroids"])
     x, q, mu = data["X"] @ P.T, data["Q"] @ P.T, data["centroids"] @ P.T
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1, 1.1]})
@@ -146,7 +236,9 @@ def draw_quantization(
 
 def quantization_explorer():
     """Sliders for lam (log scale), r/sigma, K, L and seed, redrawing
-    ``draw_quantization`` (needs a live kernel; returns an ipywidgets VBox)."""
+    ``draw_quantization`` (needs a live kernel; returns an ipywidgets VBox). Opening it
+    starts :func:`prepare` in a background thread (the box's ``prepare_thread``), so that
+    the first move to a new K does not wait for compilation."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -155,8 +247,10 @@ def quantization_explorer():
                              step=0.05, description="lam", continuous_update=False),
         r_over_sigma=w.FloatSlider(value=DEFAULTS["r_over_sigma"], min=1.0, max=8.0, step=0.25,
                                    description="r/sigma", continuous_update=False),
-        K=w.IntSlider(value=DEFAULTS["K"], min=2, max=4, description="K", continuous_update=False),
-        L=w.IntSlider(value=DEFAULTS["L"], min=20, max=400, step=10, description="L", continuous_update=False),
+        K=w.IntSlider(value=DEFAULTS["K"], min=min(K_VALUES), max=max(K_VALUES), description="K",
+                      continuous_update=False),
+        L=w.IntSlider(value=DEFAULTS["L"], min=20, max=L_MAX, step=10, description="L",
+                      continuous_update=False),
         seed=w.IntSlider(value=DEFAULTS["seed"], min=0, max=20, description="seed", continuous_update=False),
     )
 
@@ -166,5 +260,8 @@ def quantization_explorer():
         plt.close(fig)
 
     out = w.interactive_output(update, sliders)  # redraws into ``out`` on every change
-    return w.VBox([w.HBox([sliders["lam"], sliders["r_over_sigma"], sliders["K"]]),
-                   w.HBox([sliders["L"], sliders["seed"]]), out])
+    box = w.VBox([w.HBox([sliders["lam"], sliders["r_over_sigma"], sliders["K"]]),
+                  w.HBox([sliders["L"], sliders["seed"]]), out])
+    box.sliders = sliders
+    box.prepare_thread = prepare_in_background()
+    return box

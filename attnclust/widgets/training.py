@@ -2,21 +2,25 @@
 
 Sliders: temperature lam, separation r / sigma, dimension d, prompt length L, seed and the
 initialisation regime. The update callback :func:`draw_training` is a library function and
-must answer within a fraction of a second, which training from scratch cannot do on a CPU
-(a short run of a few hundred Adam steps takes seconds there, more with compilation). So
-the sliders take values on small grids and the runs are computed per group and cached:
+must answer within a fraction of a second, so the sliders take values on small grids and
+every move trains exactly the run it shows, on demand (:func:`training_run`, cached):
 
-- one ``fit_many`` call (through :func:`attnclust.sweeps.run_seeds`, with the chapter's
-  "small" budget) trains every (lam, seed) pair of the grids at once, for one
-  (r / sigma, d, L, init): :func:`training_runs`, cached;
-- moving lam or seed therefore only redraws (tens of milliseconds); moving r / sigma or
-  init trains one new group (seconds); a new d or L also compiles a new program (the
-  shapes change), which takes longer the first time. At d = 5, L = 50 the program is the
-  one the chapter's experiments already compiled.
+- one ``attnclust.fit`` call, without a seed axis, with the chapter's "small" budget
+  (:data:`attnclust.sweeps.BUDGETS`: 400 Adam steps, batch 8, lr 2e-2) and the key that
+  seed ``s`` has in the chapter's sweeps (``jax.random.split(PRNGKey(0), N_SEEDS)[s]``,
+  as in :func:`attnclust.sweeps.run_seeds`), so it is the run ``s`` of the group
+  :func:`training_runs` (one ``fit_many`` over every (lam, seed) of the grids), up to
+  float rounding (checked by ``tests/test_widgets_training.py``);
+- lam, the mixture, the initial heads and the key are traced arguments of the compiled
+  program, so one program serves every move at a given (d, L); :func:`prepare` compiles
+  the nine programs of ``DIMS`` x ``LENGTHS`` (and the initialisations of every d), and
+  :func:`training_explorer` starts it in a background thread when the explorer opens, so
+  that a reader's moves do not wait for compilation.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import jax
@@ -24,9 +28,10 @@ import matplotlib.figure
 import numpy as np
 
 from .. import sweeps
+from ._background import BackgroundPrepare
 from ..metrics import alignment
 from ..mixture import orthogonal_mixture, sample
-from ..train import INITS, FitResult
+from ..train import INITS, FitResult, fit
 
 LAMS = (0.5, 1.0, 2.0, 4.0)
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
@@ -57,34 +62,116 @@ def _check(d: int, L: int, seed: int, init: str) -> None:
         raise ValueError(f"init must be one of {INITS}, got init={init!r}")
 
 
+BUDGET = sweeps.budget("small")
+"""The training budget of every run of the explorer (the chapter's "small" budget)."""
+
+SEED0 = 0
+"""The seed of ``jax.random.PRNGKey`` from which the runs' keys are split (the default
+``seed`` of :func:`attnclust.sweeps.run_seeds`)."""
+
+_LOCKS = {(d, L): threading.Lock() for d in DIMS for L in LENGTHS}
+"""One lock per compiled program (d, L), held while a run of that shape trains: a callback
+that needs the program the background :func:`prepare` is compiling waits for it instead
+of compiling it a second time; callbacks at other shapes do not wait."""
+
+_PREPARED: set = set()
+"""(d, L) and (d, init) pairs already compiled in this process (by either thread)."""
+
+
 @lru_cache(maxsize=64)
 def training_runs(r_over_sigma: float, d: int, L: int, init: str) -> FitResult:
     """Every (lam, seed) of ``LAMS`` x ``range(N_SEEDS)`` trained in one ``fit_many`` call
     (lam-major order: run ``i * N_SEEDS + s`` has ``LAMS[i]`` and seed ``s``; seed ``s``
     has the same initial heads and batches for every lam), for the mixture
     ``orthogonal_mixture(2, d, r=2, sigma=2 / r_over_sigma)``, with the chapter's "small"
-    budget (:data:`attnclust.sweeps.BUDGETS`). Cached."""
+    budget (:data:`attnclust.sweeps.BUDGETS`), through :func:`attnclust.sweeps.run_seeds`.
+    Cached. The explorer does not call it (it trains only the run it shows,
+    :func:`training_run`); it is the group computation that run reproduces."""
     _check(d, L, 0, init)
     lams = tuple(float(lam) for lam in LAMS for _ in range(N_SEEDS))
     return sweeps.run_seeds("small", d=d, r=R, sigma=R / float(r_over_sigma), lam=lams,
-                            init=init, L=L, repeat_keys=len(LAMS))
+                            init=init, L=L, seed=SEED0, repeat_keys=len(LAMS))
 
 
-@lru_cache(maxsize=64)
-def _tokens(r_over_sigma: float, d: int, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def run_key(seed: int) -> jax.Array:
+    """The key of seed ``seed``: the one that run ``seed`` (and ``i * N_SEEDS + seed``) of
+    :func:`training_runs` gets in :func:`attnclust.sweeps.run_seeds`."""
+    return jax.random.split(jax.random.PRNGKey(SEED0), N_SEEDS)[int(seed)]
+
+
+def _train(lam: float, r_over_sigma: float, d: int, L: int, seed: int, init: str) -> FitResult:
+    """One run, trained now (uncached): ``attnclust.fit`` with the explorer's budget."""
+    mixture = orthogonal_mixture(K=2, d=d, r=R, sigma=R / float(r_over_sigma))
+    with _LOCKS[d, L]:
+        result = fit(run_key(seed), mixture, lam=float(lam), steps=BUDGET.steps,
+                     batch=BUDGET.batch, L=L, init=init, lr=BUDGET.lr,
+                     record_every=BUDGET.record_every, progress=False)
+        _PREPARED.update({(d, L), (d, init)})
+    return result
+
+
+@lru_cache(maxsize=256)
+def training_run(lam: float, r_over_sigma: float, d: int, L: int, seed: int, init: str) -> FitResult:
+    """The run the explorer shows for these slider values (grid values, see
+    :func:`draw_training`): ``attnclust.fit`` from the key :func:`run_key` ``(seed)`` on
+    ``orthogonal_mixture(2, d, r=2, sigma=2 / r_over_sigma)`` at temperature ``lam``,
+    with the chapter's "small" budget (``BUDGET``: steps, batch, learning rate, records)
+    and initialisation ``init``. Equal, up to float rounding, to run
+    ``LAMS.index(lam) * N_SEEDS + seed`` of :func:`training_runs`. Cached."""
+    _check(d, L, seed, init)
+    return _train(lam, r_over_sigma, d, L, seed, init)
+
+
+def _sample_tokens(r_over_sigma: float, d: int, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
     mix = orthogonal_mixture(K=2, d=d, r=R, sigma=R / float(r_over_sigma))
     X, labels = sample(jax.random.PRNGKey(1), mix, 1, n)
     return np.asarray(X[0]), np.asarray(labels[0])
 
 
+_tokens = lru_cache(maxsize=64)(_sample_tokens)
+
+
+def _curves_of(run: FitResult, d: int):
+    """(steps, |cos| per head (n, H), risk (n,), heads (n+1, H, d)) of one run."""
+    mu = orthogonal_mixture(K=2, d=d, r=R, sigma=1.0).centroids
+    thetas = np.concatenate([run.theta0[None], run.thetas], axis=0)
+    return run.steps, alignment(run.thetas, mu), run.risk, thetas
+
+
 @lru_cache(maxsize=256)
 def _run_curves(r_over_sigma, d, L, init, lam, seed):
-    """(steps, |cos| per head (n, H), risk (n,), heads (n+1, H, d)) of one run (cached)."""
-    runs = training_runs(r_over_sigma, d, L, init)
-    i = LAMS.index(lam) * N_SEEDS + seed
-    mu = orthogonal_mixture(K=2, d=d, r=R, sigma=1.0).centroids
-    thetas = np.concatenate([runs.theta0[i][None], runs.thetas[i]], axis=0)
-    return runs.steps, alignment(runs.thetas[i], mu), runs.risk[i], thetas
+    """:func:`_curves_of` the run :func:`training_run` (cached)."""
+    return _curves_of(training_run(lam, r_over_sigma, d, L, seed, init), d)
+
+
+def prepare() -> None:
+    """Compile what a slider move can need, so that no move waits for compilation: the
+    training program of every (d, L) in ``DIMS`` x ``LENGTHS`` (each through one real run
+    of the budget, by the same ``fit`` call as a move), the initialisation of every regime
+    at every d, and the token sample of every d. Takes seconds per program; the results
+    are not cached (the figure of a later move is trained afresh, as without ``prepare``),
+    and programs already compiled in this process are skipped. Safe to run in a background
+    thread while the explorer's callbacks run: training holds a lock, so a shape is
+    compiled once. The chapter's static figure does not call it."""
+    for d in DIMS:
+        _sample_tokens(DEFAULTS["r_over_sigma"], d)
+        jobs = [(L, INITS[i % len(INITS)]) for i, L in enumerate(LENGTHS)]
+        jobs += [(LENGTHS[0], init) for init in INITS[len(LENGTHS):]]  # the remaining inits
+        for L, init in jobs:
+            if {(d, L), (d, init)} <= _PREPARED:
+                continue
+            run = _train(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], d, L, DEFAULTS["seed"], init)
+            _curves_of(run, d)
+
+
+_background = BackgroundPrepare(prepare, name="attnclust-training-prepare")
+
+
+def prepare_in_background() -> threading.Thread:
+    """Start :func:`prepare` in a daemon thread (once per process) and return the thread;
+    an exception it raises is kept in ``_background.error`` (a move then compiles what it
+    needs itself, as without ``prepare``)."""
+    return _background.start()
 
 
 def _build(fig: matplotlib.figure.Figure) -> dict:
@@ -179,7 +266,9 @@ def training_explorer():
     """The explorer: sliders lam, r/sigma, d, L, seed, and the initialisation regime.
 
     Returns an ``ipywidgets.VBox``; its ``figure`` attribute is the matplotlib figure that
-    every move redraws through :func:`draw_training`, ``sliders`` maps names to controls.
+    every move redraws through :func:`draw_training`, ``sliders`` maps names to controls,
+    ``prepare_thread`` is the background thread of :func:`prepare` (started once the
+    figure at the defaults is drawn, so that later moves do not wait for compilation).
     """
     import ipywidgets as w
     from IPython.display import display
@@ -208,8 +297,10 @@ def training_explorer():
                           w.VBox([c["d"], c["L"]])]), c["init"], out, wired])
     box.figure = fig
     box.sliders = controls
+    box.prepare_thread = prepare_in_background()
     return box
 
 
-__all__ = ["LAMS", "SEPARATIONS", "DIMS", "LENGTHS", "N_SEEDS", "DEFAULTS", "training_runs",
+__all__ = ["LAMS", "SEPARATIONS", "DIMS", "LENGTHS", "N_SEEDS", "DEFAULTS", "BUDGET", "SEED0",
+           "training_runs", "training_run", "run_key", "prepare", "prepare_in_background",
            "draw_training", "training_explorer"]
