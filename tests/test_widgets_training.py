@@ -11,7 +11,7 @@ import pytest
 
 from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture
-from attnclust.widgets import slider_values
+from attnclust.widgets import latency_report, slider_values, time_moves
 from attnclust.widgets import training as wt
 from attnclust.widgets._background import BackgroundPrepare
 
@@ -103,27 +103,23 @@ def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""
     pytest.importorskip("ipywidgets")
     box = wt.training_explorer()
-    box.prepare_thread.join()  # nothing left to compile: ``prepared`` did it
+    if box.prepare_thread is not None:  # nothing left to compile: ``prepared`` did it
+        box.prepare_thread.join()
     fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
     base = _curves(wt.draw_training(fig=fig))
-    times = {}
-    for name, control in box.sliders.items():
-        for value in slider_values(control):
-            if value == wt.DEFAULTS[name]:
-                continue
-            t0 = time.perf_counter()
-            wt.draw_training(**{name: value}, fig=fig)
-            times[name, value] = time.perf_counter() - t0
-            moved = _curves(fig)
-            assert base.shape != moved.shape or not np.allclose(base, moved), (name, value)
+
+    def changed(_, name, value):
+        moved = _curves(fig)
+        assert base.shape != moved.shape or not np.allclose(base, moved), (name, value)
+
+    times = time_moves(lambda **move: wt.draw_training(**move, fig=fig), box.sliders,
+                       wt.DEFAULTS, changed)
     wt.draw_training(fig=fig)
     assert np.array_equal(_curves(fig), base)  # back at the defaults: the same figure
-    t = np.array(list(times.values()))
-    p50, p95 = np.percentile(t, [50, 95])
-    slowest = max(times, key=times.get)
-    print(f"prepare {prepared:.1f} s; {t.size} moves: p50 {p50 * 1e3:.0f} ms, "
-          f"p95 {p95 * 1e3:.0f} ms, max {t.max() * 1e3:.0f} ms at {slowest}")
-    assert p95 < P95_LIMIT_S, f"p95 {p95:.3f} s over {t.size} moves: {times}"
+    p95, report = latency_report(times)
+    print(f"prepare {prepared:.1f} s; {report}")
+    assert len(times) == sum(len(slider_values(c)) - 1 for c in box.sliders.values())
+    assert p95 < P95_LIMIT_S, report
 
 
 def test_prepare_in_background_beside_moves(prepared):
@@ -142,11 +138,33 @@ def test_prepare_in_background_beside_moves(prepared):
     assert {(d, L) for d in wt.DIMS for L in wt.LENGTHS} <= wt._PREPARED
 
 
+def test_prepare_covers_every_shape_and_init():
+    jobs = wt._prepare_jobs()
+    assert {(d, L) for d, L, _ in jobs} == {(d, L) for d in wt.DIMS for L in wt.LENGTHS}
+    assert {(d, i) for d, _, i in jobs} == {(d, i) for d in wt.DIMS for i in wt.INITS}
+    assert jobs[0] == (wt.DEFAULTS["d"], wt.DEFAULTS["L"], wt.DEFAULTS["init"])
+
+
+def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
+    import threading
+
+    done = set(wt._PREPARED)
+    wt._PREPARED.clear()
+    stop = threading.Event()
+    stop.set()
+    t0 = time.perf_counter()
+    wt.prepare(stop=stop)  # returns before its first run
+    assert time.perf_counter() - t0 < 0.5 and not wt._PREPARED
+    wt._PREPARED.update(done)
+    monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
+    assert BackgroundPrepare(lambda **_: None, "x").start() is None
+
+
 def test_static_figure_does_not_prepare(monkeypatch):
     """The chapter's figure at the defaults compiles only what it draws."""
     calls = []
     monkeypatch.setattr(wt, "prepare", lambda: calls.append(1))
-    monkeypatch.setattr(wt, "_background", BackgroundPrepare(lambda: calls.append(1), "x"))
+    monkeypatch.setattr(wt, "_background", BackgroundPrepare(lambda **_: calls.append(1), "x"))
     wt.draw_training()
     assert calls == []
 
@@ -154,7 +172,8 @@ def test_static_figure_does_not_prepare(monkeypatch):
 def test_explorer_widget(prepared):
     pytest.importorskip("ipywidgets")
     box = wt.training_explorer()
-    box.prepare_thread.join()
+    if box.prepare_thread is not None:
+        box.prepare_thread.join()
     assert wt._background.error is None
     assert set(box.sliders) == {"lam", "r_over_sigma", "d", "L", "seed", "init"}
     assert box.sliders["lam"].value == wt.DEFAULTS["lam"]

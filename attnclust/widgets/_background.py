@@ -2,31 +2,51 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 from collections.abc import Callable
 
+DISABLE_ENV = "ATTNCLUST_WIDGETS_NO_PREPARE"
+"""When this environment variable is set (non-empty), the explorers do not start their
+``prepare()`` (for a batch execution of the notebooks, which has no reader to wait for)."""
+
 
 class BackgroundPrepare:
-    """Starts ``fn`` in a daemon thread at the first :meth:`start` (later calls return the
-    same thread). An exception it raises is kept in ``error``, not printed: a notebook cell
-    must not write to stderr, and a move then compiles what it needs itself."""
+    """Starts ``fn(stop=event)`` in a daemon thread at the first :meth:`start` (later calls
+    return the same thread). ``fn`` checks ``stop`` between compilations; at interpreter
+    exit ``stop`` is set and the thread joined, so that the process does not end in the
+    middle of a compilation (which aborts it). An exception ``fn`` raises is kept in
+    ``error``, not printed: a notebook cell must not write to stderr, and a move then
+    compiles what it needs itself."""
 
-    def __init__(self, fn: Callable[[], None], name: str):
+    def __init__(self, fn: Callable[..., None], name: str):
         self._fn = fn
         self._name = name
         self._lock = threading.Lock()
+        self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
 
     def _run(self) -> None:
         try:
-            self._fn()
+            self._fn(stop=self.stop)
         except Exception as err:  # noqa: BLE001 - kept for inspection (see the class)
             self.error = err
 
-    def start(self) -> threading.Thread:
+    def _finish(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+
+    def start(self) -> threading.Thread | None:
+        """The thread of ``fn`` (started now if not yet), or None when disabled by the
+        environment variable ``DISABLE_ENV``."""
+        if os.environ.get(DISABLE_ENV):
+            return None
         with self._lock:
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                atexit.register(self._finish)
                 self.thread.start()
             return self.thread

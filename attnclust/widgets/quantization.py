@@ -156,16 +156,19 @@ def quantization_data(
     return _data(lam, r_over_sigma, K, L, seed, _prompt)
 
 
-def prepare() -> None:
+def prepare(stop: threading.Event | None = None) -> None:
     """Compile every program a move can need, so that no move waits for compilation: the
     prompt sampler, the masked identity attention with its distortion curve and the
     nearest-centroid labels, at each K of ``K_VALUES`` (the shapes depend on K only, for
     L <= ``L_MAX``), skipping the K already compiled in this process. The prompts it
-    draws are not cached. Safe to run in a background thread (a move that needs a program being compiled waits for it, once). The chapter's
-    static figure does not call it."""
+    draws are not cached. Safe to run in a background thread (a move that needs a program
+    being compiled waits for it, once); when ``stop`` is set it returns before its next K.
+    The chapter's static figure does not call it."""
     for K in K_VALUES:
         if K in _PREPARED:
             continue
+        if stop is not None and stop.is_set():
+            return
         with _lock(K):
             _data(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], K, DEFAULTS["L"], 1, _draw_prompt)
 
@@ -187,11 +190,10 @@ _PREPARED: set = set()
 _background = BackgroundPrepare(prepare, name="attnclust-quantization-prepare")
 
 
-def prepare_in_background() -> threading.Thread:
-    """Start :func:`prepare` in a daemon thread (once per process) and return the thread;
-    an exception it raises is kept in ``_background.error`` (a move then compiles what it
-    needs itself, as without ``prepare``)."""
-    return _background.start()
+prepare_in_background = _background.start
+"""Start :func:`prepare` in a daemon thread (once per process) and return the thread, or
+None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
+(:class:`._background.BackgroundPrepare`)."""
 
 
 def draw_quantization(

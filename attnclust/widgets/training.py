@@ -7,10 +7,10 @@ every move trains exactly the run it shows, on demand (:func:`training_run`, cac
 
 - one ``attnclust.fit`` call, without a seed axis, with the chapter's "small" budget
   (:data:`attnclust.sweeps.BUDGETS`: 400 Adam steps, batch 8, lr 2e-2) and the key that
-  seed ``s`` has in the chapter's sweeps (``jax.random.split(PRNGKey(0), N_SEEDS)[s]``,
-  as in :func:`attnclust.sweeps.run_seeds`), so it is the run ``s`` of the group
-  :func:`training_runs` (one ``fit_many`` over every (lam, seed) of the grids), up to
-  float rounding (checked by ``tests/test_widgets_training.py``);
+  seed ``s`` has in the group :func:`training_runs` (every (lam, seed) of the grids in
+  one ``fit_many`` call through :func:`attnclust.sweeps.run_seeds`:
+  ``jax.random.split(PRNGKey(0), N_SEEDS)[s]``), so it is that group's run, up to float
+  rounding (checked by ``tests/test_widgets_training.py``);
 - lam, the mixture, the initial heads and the key are traced arguments of the compiled
   program, so one program serves every move at a given (d, L); :func:`prepare` compiles
   the nine programs of ``DIMS`` x ``LENGTHS`` (and the initialisations of every d), and
@@ -144,34 +144,53 @@ def _run_curves(r_over_sigma, d, L, init, lam, seed):
     return _curves_of(training_run(lam, r_over_sigma, d, L, seed, init), d)
 
 
-def prepare() -> None:
+def _prepare_jobs() -> list[tuple[int, int, str]]:
+    """(d, L, init) of :func:`prepare`'s runs, so that every (d, L) and every (d, init) is
+    compiled, in the order a reader's first moves need them: the defaults' d with every
+    init, then the shapes one slider away from the defaults, then the others."""
+    d0, L0 = DEFAULTS["d"], DEFAULTS["L"]
+    jobs = [(d0, L0, DEFAULTS["init"])]
+    jobs += [(d0, min(LENGTHS), init) for init in INITS if init != DEFAULTS["init"]]
+    pairs = sorted(((d, L) for d in DIMS for L in LENGTHS), key=lambda p: (p[0] != d0) + (p[1] != L0))
+    covered = {(d, init) for d, _, init in jobs}
+    for d, L in pairs:
+        if any(job[:2] == (d, L) for job in jobs):
+            continue
+        init = next((i for i in INITS if (d, i) not in covered), DEFAULTS["init"])
+        covered.add((d, init))
+        jobs.append((d, L, init))
+    jobs += [(d, min(LENGTHS), init) for d in DIMS for init in INITS if (d, init) not in covered]
+    return jobs
+
+
+def prepare(stop: threading.Event | None = None) -> None:
     """Compile what a slider move can need, so that no move waits for compilation: the
     training program of every (d, L) in ``DIMS`` x ``LENGTHS`` (each through one real run
     of the budget, by the same ``fit`` call as a move), the initialisation of every regime
-    at every d, and the token sample of every d. Takes seconds per program; the results
-    are not cached (the figure of a later move is trained afresh, as without ``prepare``),
-    and programs already compiled in this process are skipped. Safe to run in a background
-    thread while the explorer's callbacks run: training holds a lock, so a shape is
-    compiled once. The chapter's static figure does not call it."""
+    at every d, and the token sample of every d (:func:`_prepare_jobs`). Takes seconds per
+    program; the results are not cached (the figure of a later move is trained afresh, as
+    without ``prepare``), and what this process has compiled already is skipped. Safe to
+    run in a background thread while the explorer's callbacks run: each shape's training
+    holds a lock, so a shape is compiled once; when ``stop`` is set it returns before its
+    next run. The chapter's static figure does not call it."""
     for d in DIMS:
         _sample_tokens(DEFAULTS["r_over_sigma"], d)
-        jobs = [(L, INITS[i % len(INITS)]) for i, L in enumerate(LENGTHS)]
-        jobs += [(LENGTHS[0], init) for init in INITS[len(LENGTHS):]]  # the remaining inits
-        for L, init in jobs:
-            if {(d, L), (d, init)} <= _PREPARED:
-                continue
-            run = _train(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], d, L, DEFAULTS["seed"], init)
-            _curves_of(run, d)
+    for d, L, init in _prepare_jobs():
+        if {(d, L), (d, init)} <= _PREPARED:
+            continue
+        if stop is not None and stop.is_set():
+            return
+        run = _train(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], d, L, DEFAULTS["seed"], init)
+        _curves_of(run, d)
 
 
 _background = BackgroundPrepare(prepare, name="attnclust-training-prepare")
 
 
-def prepare_in_background() -> threading.Thread:
-    """Start :func:`prepare` in a daemon thread (once per process) and return the thread;
-    an exception it raises is kept in ``_background.error`` (a move then compiles what it
-    needs itself, as without ``prepare``)."""
-    return _background.start()
+prepare_in_background = _background.start
+"""Start :func:`prepare` in a daemon thread (once per process) and return the thread, or
+None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
+(:class:`._background.BackgroundPrepare`)."""
 
 
 def _build(fig: matplotlib.figure.Figure) -> dict:
