@@ -28,16 +28,18 @@ import matplotlib.figure
 import numpy as np
 
 from .. import sweeps
-from ._background import BackgroundPrepare
 from ..metrics import alignment
 from ..mixture import orthogonal_mixture, sample
 from ..train import INITS, FitResult, fit
+from ._background import BackgroundPrepare
 
 LAMS = (0.5, 1.0, 2.0, 4.0)
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
 DIMS = (2, 5, 10)
 LENGTHS = (20, 50, 100)
-N_SEEDS = sweeps.budget("small").seeds // len(LAMS)
+BUDGET = sweeps.budget("small")
+"""The training budget of every run of the explorer (the chapter's "small" budget)."""
+N_SEEDS = BUDGET.seeds // len(LAMS)
 R = 2.0
 DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, d=5, L=50, seed=0, init="small")
 """Slider values of the static figure (the book's default setting)."""
@@ -61,9 +63,6 @@ def _check(d: int, L: int, seed: int, init: str) -> None:
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got init={init!r}")
 
-
-BUDGET = sweeps.budget("small")
-"""The training budget of every run of the explorer (the chapter's "small" budget)."""
 
 SEED0 = 0
 """The seed of ``jax.random.PRNGKey`` from which the runs' keys are split (the default
@@ -173,13 +172,15 @@ def prepare(stop: threading.Event | None = None) -> None:
     run in a background thread while the explorer's callbacks run: each shape's training
     holds a lock, so a shape is compiled once; when ``stop`` is set it returns before its
     next run. The chapter's static figure does not call it."""
-    for d in DIMS:
-        _sample_tokens(DEFAULTS["r_over_sigma"], d)
+    sampled = set()
     for d, L, init in _prepare_jobs():
-        if {(d, L), (d, init)} <= _PREPARED:
-            continue
         if stop is not None and stop.is_set():
             return
+        if d not in sampled:
+            _sample_tokens(DEFAULTS["r_over_sigma"], d)
+            sampled.add(d)
+        if {(d, L), (d, init)} <= _PREPARED:
+            continue
         run = _train(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], d, L, DEFAULTS["seed"], init)
         _curves_of(run, d)
 
@@ -292,13 +293,15 @@ def training_explorer():
     import ipywidgets as w
     from IPython.display import display
 
+    once = dict(continuous_update=False)  # a drag trains the value it ends on, not every one
     controls = dict(
-        lam=w.SelectionSlider(options=LAMS, value=DEFAULTS["lam"], description="λ"),
+        lam=w.SelectionSlider(options=LAMS, value=DEFAULTS["lam"], description="λ", **once),
         r_over_sigma=w.SelectionSlider(options=SEPARATIONS, value=DEFAULTS["r_over_sigma"],
-                                       description="r / σ"),
-        d=w.SelectionSlider(options=DIMS, value=DEFAULTS["d"], description="d"),
-        L=w.SelectionSlider(options=LENGTHS, value=DEFAULTS["L"], description="L"),
-        seed=w.IntSlider(value=DEFAULTS["seed"], min=0, max=N_SEEDS - 1, description="seed"),
+                                       description="r / σ", **once),
+        d=w.SelectionSlider(options=DIMS, value=DEFAULTS["d"], description="d", **once),
+        L=w.SelectionSlider(options=LENGTHS, value=DEFAULTS["L"], description="L", **once),
+        seed=w.IntSlider(value=DEFAULTS["seed"], min=0, max=N_SEEDS - 1, description="seed",
+                         **once),
         init=w.ToggleButtons(options=INITS, value=DEFAULTS["init"], description="init"),
     )
     out = w.Output()
