@@ -102,9 +102,7 @@ def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""
     pytest.importorskip("ipywidgets")
-    box = wt.training_explorer()
-    if box.prepare_thread is not None:  # nothing left to compile: ``prepared`` did it
-        box.prepare_thread.join()
+    box = wt.training_explorer()  # its background prepare() finds nothing left to do
     fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
     base = _curves(wt.draw_training(fig=fig))
 
@@ -128,7 +126,7 @@ def test_prepare_in_background_beside_moves(prepared):
     progress instead of doing it twice)."""
     expected = {L: wt.training_run(2.0, 6.0, 10, L, 1, "near").thetas for L in wt.LENGTHS}
     wt._PREPARED.clear()  # prepare() redoes its runs (compiled already: seconds)
-    background = BackgroundPrepare(wt.prepare, name="test-prepare")
+    background = BackgroundPrepare(wt.prepare, name="test-prepare", delay_s=0)
     thread = background.start()
     assert background.start() is thread  # started once
     for L in wt.LENGTHS:
@@ -148,7 +146,7 @@ def test_prepare_covers_every_shape_and_init():
 def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
     import threading
 
-    def no_training(*args):
+    def no_training(*args, **kwargs):
         raise AssertionError("prepare trained after stop was set")
 
     monkeypatch.setattr(wt, "_train", no_training)
@@ -156,6 +154,12 @@ def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
     stop = threading.Event()
     stop.set()
     wt.prepare(stop=stop)  # returns before its first run
+    # at interpreter exit (or any stop) during the start delay, the thread ends without work
+    waiting = BackgroundPrepare(no_training, "test-delay", delay_s=60)
+    thread = waiting.start()
+    t0 = time.perf_counter()
+    waiting._finish()
+    assert not thread.is_alive() and time.perf_counter() - t0 < 10 and waiting.error is None
     monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
     assert BackgroundPrepare(lambda **_: None, "x").start() is None
 

@@ -14,21 +14,26 @@ DISABLE_ENV = "ATTNCLUST_WIDGETS_NO_PREPARE"
 
 class BackgroundPrepare:
     """Starts ``fn(stop=event)`` in a daemon thread at the first :meth:`start` (later calls
-    return the same thread). ``fn`` checks ``stop`` between compilations; at interpreter
-    exit ``stop`` is set and the thread joined, so that the process does not end in the
-    middle of a compilation (which aborts it). An exception ``fn`` raises is kept in
-    ``error``, not printed: a notebook cell must not write to stderr, and a move then
-    compiles what it needs itself."""
+    return the same thread), after ``delay_s`` seconds. ``fn`` checks ``stop`` between
+    compilations; at interpreter exit ``stop`` is set and the thread joined, so that the
+    process does not end in the middle of a compilation (which aborts it); a batch
+    execution of a notebook that ends within ``delay_s`` of opening the explorer (the book
+    build) therefore compiles nothing. An exception ``fn`` raises is kept in ``error``,
+    not printed: a notebook cell must not write to stderr, and a move then compiles what
+    it needs itself."""
 
-    def __init__(self, fn: Callable[..., None], name: str):
+    def __init__(self, fn: Callable[..., None], name: str, delay_s: float = 2.0):
         self._fn = fn
         self._name = name
+        self._delay_s = delay_s
         self._lock = threading.Lock()
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
 
     def _run(self) -> None:
+        if self.stop.wait(self._delay_s):
+            return
         try:
             self._fn(stop=self.stop)
         except Exception as err:  # noqa: BLE001 - kept for inspection (see the class)
