@@ -10,6 +10,8 @@ theta gives finite outputs.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -92,18 +94,48 @@ def _identity_full(X, lam):
     return _identity_rows(X, X, lam)
 
 
-def _identity_blocked(X, lam, block: int):
-    L = X.shape[-2]
-    n_blocks = -(-L // block)
-    pad = n_blocks * block - L
-    Xq = jnp.pad(X, [(0, 0)] * (X.ndim - 2) + [(0, pad), (0, 0)])
-    Xq = jnp.moveaxis(Xq.reshape(X.shape[:-2] + (n_blocks, block, X.shape[-1])), -3, 0)
-    out = jax.lax.map(lambda q: _identity_rows(q, X, lam), Xq)  # (n_blocks, ..., B, d)
-    out = jnp.moveaxis(out, 0, -3).reshape(X.shape[:-2] + (n_blocks * block, X.shape[-1]))
-    return out[..., :L, :]
+KEY_BLOCK = 2048
+"""Keys per tile of the blocked identity attention: a block x KEY_BLOCK tile of scores (4 MB
+at block 512) stays in the caches, where a block x L row of scores would not."""
 
 
-_identity_blocked_jit = jax.jit(_identity_blocked, static_argnums=2)
+def _identity_tiles(X, lam, block: int, key_block: int):
+    """Identity attention of one prompt X (L, d), tile by tile: ``lax.map`` over blocks of
+    ``block`` queries, and for each a ``lax.scan`` over blocks of ``key_block`` keys that
+    keeps the running maximum m, normaliser l and weighted sum of the keys (the online
+    softmax), rescaled by exp(m_old - m_new) whenever the maximum grows. Padded keys get
+    the logit -inf, so they weigh exactly 0. Memory O(L d + block key_block)."""
+    L, d = X.shape
+    n_q, n_k = -(-L // block), -(-L // key_block)
+    queries = jnp.pad(X, ((0, n_q * block - L), (0, 0))).reshape(n_q, block, d)
+    keys = jnp.pad(X, ((0, n_k * key_block - L), (0, 0))).reshape(n_k, key_block, d)
+    valid = (jnp.arange(n_k * key_block) < L).reshape(n_k, key_block)
+
+    def rows(q):
+        q = lam * q  # scale the queries, not the scores: the max and the exp then read the same numbers
+
+        def tile(carry, kv):
+            m, l, acc = carry
+            k, ok = kv
+            s = jnp.where(ok[None, :], q @ k.T, -jnp.inf)  # (block, key_block)
+            m_new = jnp.maximum(m, jnp.max(s, axis=-1))
+            rescale = jnp.exp(m - m_new)
+            p = jnp.exp(s - m_new[:, None])
+            return (m_new, l * rescale + jnp.sum(p, axis=-1), acc * rescale[:, None] + p @ k), None
+
+        start = (jnp.full((block,), -jnp.inf, X.dtype), jnp.zeros((block,), X.dtype), jnp.zeros((block, d), X.dtype))
+        (_, l, acc), _ = jax.lax.scan(tile, start, (keys, valid))  # the first tile holds key 0: l >= 1
+        return acc / l[:, None]
+
+    return jax.lax.map(rows, queries).reshape(n_q * block, d)[:L]
+
+
+@partial(jax.jit, static_argnums=(2, 3))
+def _identity_blocked(X, lam, block: int, key_block: int = KEY_BLOCK):
+    batch = X.shape[:-2]
+    flat = X.reshape((-1,) + X.shape[-2:])
+    out = jax.vmap(lambda x: _identity_tiles(x, lam, block, key_block))(flat)
+    return out.reshape(batch + X.shape[-2:])
 
 
 def identity_attend(
@@ -127,8 +159,10 @@ def identity_attention(
     Args:
         X: (..., L, d) prompts.
         lam: temperature, finite and > 0.
-        block: when given, queries are processed ``block`` at a time (``lax.map``) so that
-            memory grows as O(L * block) instead of O(L^2); the values are the same.
+        block: when given, the scores are computed tile by tile, ``block`` queries against
+            ``KEY_BLOCK`` keys at a time with an online softmax, so that memory is
+            O(L d + block KEY_BLOCK) instead of O(L^2) and the tiles stay in the caches;
+            the values are the same up to float32 rounding.
 
     Returns:
         (..., L, d); each output is a convex combination of its prompt's tokens.
@@ -139,4 +173,4 @@ def identity_attention(
     if block is None:
         return _identity_full(X, lam)
     block = v.positive_int("block", block)
-    return _identity_blocked_jit(X, lam, min(block, X.shape[-2]))
+    return _identity_blocked(X, lam, min(block, X.shape[-2]))

@@ -441,7 +441,7 @@ def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
     if block is None:
         fn = att._identity_full.lower(X, ID_LAM).compile()
     else:
-        fn = att._identity_blocked_jit.lower(X, ID_LAM, min(block, L)).compile()
+        fn = att._identity_blocked.lower(X, ID_LAM, min(block, L)).compile()
     base = rss_mb()
     t0 = time.perf_counter()
     out = fn(X, ID_LAM)

@@ -88,6 +88,32 @@ def test_blocked_identity_matches_unblocked(seed, L, d, block, lam):
     )
 
 
+@few
+@given(seeds, st.sampled_from([1, 7, 30]), st.sampled_from([1, 4, 7, 50]), st.sampled_from([1, 3, 8]))
+def test_key_tiles_match_unblocked(seed, L, block, key_block):
+    """Several key tiles, with padding in the last: the online softmax's rescaling and the
+    masked padded keys (KEY_BLOCK is larger than any L here, so the public call has one)."""
+    from attnclust.attention import _identity_blocked
+
+    X, _, _ = _draw(seed, L, 3)
+    np.testing.assert_allclose(
+        _identity_blocked(X, 2.0, min(block, L), key_block), ac.identity_attention(X, 2.0),
+        rtol=1e-5, atol=1e-5,
+    )
+
+
+def test_blocked_identity_is_finite_at_huge_temperature(key):
+    """lam = 1e4 with logits near 1e5: each output is (up to rounding) its nearest-in-score
+    token, for the tiled and the unblocked evaluations alike."""
+    from attnclust.attention import _identity_blocked
+
+    X = 10.0 * jax.random.normal(key, (1, 20, 3))
+    for out in (_identity_blocked(X, 1e4, 4, 6), ac.identity_attention(X, 1e4)):
+        assert np.all(np.isfinite(out))
+        best = jnp.argmax(X[0] @ X[0].T, axis=-1)
+        np.testing.assert_allclose(out[0], X[0][best], rtol=1e-5, atol=1e-4)
+
+
 def test_two_head_layer_is_sign_invariant(key):
     """Flipping the sign of a head leaves the layer unchanged (THEORY.md section 2)."""
     X = jax.random.normal(key, (3, 9, 4))
