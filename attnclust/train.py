@@ -99,6 +99,16 @@ def draw_from_mixture(mixture: GaussianMixture, key: PRNGKeyArray, batch: int, L
     return sample(key, mixture, batch, L)[0]
 
 
+DRAW_FLOATS = 2**20
+"""Most floats of prompts drawn ahead at once (4 MB): the steps of a record draw their
+batches together, in groups of a divisor of ``record_every`` steps that fits."""
+
+
+def _draw_group(record_every: int, per_step: int) -> int:
+    """The largest divisor of ``record_every`` whose batches hold at most DRAW_FLOATS floats."""
+    return max(g for g in range(1, record_every + 1) if record_every % g == 0 and g * per_step <= max(DRAW_FLOATS, per_step))
+
+
 def _make_run(draw, data, lam, optimizer, batch, L, record_every):
     """A pure function (carry, record_keys (n, 2)) -> (carry, risks (n,), thetas (n, H, d)).
 
@@ -109,15 +119,24 @@ def _make_run(draw, data, lam, optimizer, batch, L, record_every):
     def loss_fn(theta, X):
         return _risk_from_outputs(X, _two_head(theta, X, lam))
 
-    def step(carry, key):
+    def step(carry, X):
         theta, opt_state = carry
-        X = draw(data, key, batch, L)
         loss, grad = jax.value_and_grad(loss_fn)(theta, X)
         updates, opt_state = optimizer.update(grad, opt_state, theta)
         return (optax.apply_updates(theta, updates), opt_state), loss
 
+    def steps(carry, keys):
+        # the batches of several steps drawn at once: sampling vectorises across steps
+        Xs = jax.vmap(lambda k: draw(data, k, batch, L))(keys)
+        return jax.lax.scan(step, carry, Xs)
+
+    key_shape = jax.eval_shape(lambda: jax.random.PRNGKey(0))
+    per_step = math.prod(jax.eval_shape(lambda k: draw(data, k, batch, L), key_shape).shape)
+    group = _draw_group(record_every, per_step)
+
     def record(carry, key):
-        carry, losses = jax.lax.scan(step, carry, jax.random.split(key, record_every))
+        keys = jax.random.split(key, record_every).reshape(record_every // group, group, -1)
+        carry, losses = jax.lax.scan(steps, carry, keys)
         return carry, (jnp.mean(losses), carry[0])
 
     def run(carry, record_keys):

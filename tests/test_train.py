@@ -113,3 +113,27 @@ def test_seed_sharding_is_used_with_several_devices():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "4"
+
+
+def test_draw_group_divides_and_fits():
+    """Batches are drawn ahead in groups that divide the record and stay within DRAW_FLOATS
+    (a single step's batch is always allowed, however large)."""
+    from attnclust.train import DRAW_FLOATS, _draw_group
+
+    assert _draw_group(20, 8000) == 20
+    assert _draw_group(100, DRAW_FLOATS // 30) == 25
+    assert _draw_group(7, DRAW_FLOATS // 2) == 1
+    assert _draw_group(4, 10 * DRAW_FLOATS) == 1
+
+
+def test_drawing_ahead_does_not_change_the_run(monkeypatch, mixture, key):
+    """Batches drawn in groups (the default) and one step at a time give the same run."""
+    from attnclust import train
+
+    grouped = ac.fit(key, mixture, steps=40, record_every=20, progress=False)
+    monkeypatch.setattr(train, "DRAW_FLOATS", 1)  # groups of one step
+    jax.clear_caches()
+    single = ac.fit(key, mixture, steps=40, record_every=20, progress=False)
+    jax.clear_caches()
+    np.testing.assert_allclose(single.thetas, grouped.thetas, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(single.risk, grouped.risk, rtol=1e-6)
