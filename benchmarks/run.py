@@ -504,16 +504,17 @@ def bench_identity(Ls, block: int, full_max_bytes: int, peak: float) -> list[dic
 
 WIDGET_CALLBACKS = (
     # (module, candidate callback names, slider moves: (argument, values) tried one at a
-    # time from the defaults, each value new, as a reader dragging one slider would)
+    # time from the defaults, as a reader dragging one slider would; every value differs
+    # from the defaults and from the values before it, so no move finds its answer cached)
     ("mixture", ("draw_mixture", "mixture_figure"),
-     (("K", (3, 4, 2)), ("r_over_sigma", (2.0, 6.0, 4.0)), ("weight", (0.3, 0.7, 0.5)),
-      ("d", (6, 10, 5)), ("seed", (1, 2, 3, 0)))),
+     (("K", (3, 4)), ("r_over_sigma", (2.0, 6.0)), ("weight", (0.3, 0.7)),
+      ("d", (6, 10)), ("seed", (1, 2, 3)))),
     ("training", ("draw_training", "training_figure"),
-     (("lam", (0.25, 0.5, 2.0, 4.0, 1.0)), ("seed", (1, 2, 3, 0)),
-      ("r_over_sigma", (2.0, 8.0, 4.0)), ("init", ("near", "small")), ("L", (20, 50)))),
+     (("lam", (0.5, 2.0, 4.0)), ("seed", (1, 2, 3)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
+      ("init", ("near", "large", "close")), ("L", (20, 100)), ("d", (2, 10)))),
     ("quantization", ("draw_quantization", "quantization_figure"),
-     (("lam", (0.25, 0.5, 2.0, 4.0, 1.0)), ("r_over_sigma", (2.0, 6.0, 4.0)), ("K", (3, 4, 2)),
-      ("L", (200, 400, 100)), ("seed", (1, 2, 3, 0)))),
+     (("lam", (0.25, 0.5, 2.0, 4.0)), ("r_over_sigma", (2.0, 6.0)), ("K", (3, 4)),
+      ("L", (200, 400)), ("seed", (1, 2, 3)))),
 )
 
 
