@@ -534,6 +534,17 @@ def bench_widgets(calls: int) -> list[dict]:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    def render(fig) -> float:
+        """Seconds to draw ``fig`` as the PNG the explorer shows (then closed): what the
+        reader waits for after the callback returns."""
+        import io
+
+        t0 = time.perf_counter()
+        fig.savefig(io.BytesIO(), format="png")
+        t = time.perf_counter() - t0
+        close(fig)
+        return t
+
     def close(fig):
         try:
             plt.close(fig)
@@ -573,7 +584,7 @@ def bench_widgets(calls: int) -> list[dict]:
                 close(fn())
                 ts.append(time.perf_counter() - t0)
             row.update(redraw_p50_s=float(np.percentile(ts, 50)), redraw_p95_s=float(np.percentile(ts, 95)))
-            move_ts, errors, state = [], [], {}
+            move_ts, render_ts, errors, state = [], [], [], {}
             for arg, values in moves:
                 if arg not in params:
                     errors.append(f"no argument {arg!r}")
@@ -582,13 +593,15 @@ def bench_widgets(calls: int) -> list[dict]:
                     state[arg] = value
                     t0 = time.perf_counter()
                     try:
-                        close(fn(**state))
+                        fig = fn(**state)
                     except Exception as err:  # noqa: BLE001 - recorded, not fatal
                         errors.append(f"{arg}={value!r}: {type(err).__name__}: {err}")
                         state.pop(arg)
                         continue
                     move_ts.append(time.perf_counter() - t0)
+                    render_ts.append(render(fig))
                 state.pop(arg, None)
+            row.update(render_p95_s=float(np.percentile(render_ts, 95)))
             row.update(p50_s=float(np.percentile(move_ts, 50)), p95_s=float(np.percentile(move_ts, 95)),
                        max_s=float(max(move_ts)), moves=len(move_ts), move_errors=errors,
                        calls=calls, load=load1())
@@ -683,6 +696,8 @@ def build_other_metrics(r: dict) -> list[dict]:
             ms.append(metric(f"widget_{name}_p50", W, f"{name}: slider moves, p50", w["p50_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_p95", W, f"{name}: slider moves, p95 ({w['moves']} moves)", w["p95_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_max", W, f"{name}: slider moves, slowest", w["max_s"], "s", w["load"]))
+            if "render_p95_s" in w:
+                ms.append(metric(f"widget_{name}_render_p95", W, f"{name}: drawing the figure as PNG after a move, p95", w["render_p95_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_redraw_p95", W, f"{name}: redraw at defaults, p95", w["redraw_p95_s"], "s", w["load"]))
             if "prepare_s" in w:
                 ms.append(metric(f"widget_{name}_prepare", W, f"{name}: prepare() (background compilation when the explorer opens)", w["prepare_s"], "s", w["load"]))
