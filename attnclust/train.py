@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, Float, PRNGKeyArray
 from tqdm.auto import tqdm
@@ -241,8 +242,18 @@ def fit(
     return FitResult(many.theta[0], many.steps, many.risk[0], many.thetas[0], many.theta0[0])
 
 
+def _host(x) -> np.ndarray:
+    """``x`` as a NumPy array on this process; an array sharded over several processes
+    (``jax.distributed``) is gathered from all of them first."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        x = multihost_utils.process_allgather(x, tiled=True)
+    return np.asarray(x)
+
+
 def _seed_sharding(n: int):
-    """Shard the leading (seed) axis over all devices when there are several."""
+    """Shard the leading (seed) axis over all devices when there are several: every local
+    device, and with ``jax.distributed`` initialised, every device of every process (each
+    process then runs its own seeds and the results are gathered on all of them)."""
     devices = jax.devices()
     if len(devices) == 1 or n % len(devices):
         return None
@@ -273,7 +284,9 @@ def fit_many(
     over the devices (jax.sharding); the results are the same as on one device. On a
     multi-core CPU, JAX shows one device unless told otherwise: set ``JAX_NUM_CPU_DEVICES``
     to the number of cores (or ``jax.config.update("jax_num_cpu_devices", n)`` before any
-    computation) and the seeds run in parallel (chapter "Performance").
+    computation) and the seeds run in parallel (chapter "Performance"). With
+    ``jax.distributed`` initialised, the seeds are sharded over the devices of every
+    process (host) and every process receives all the results.
     """
     keys = _check_keys(keys)
     init_keys, run_keys = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
@@ -346,14 +359,15 @@ def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, l
             data = jax.device_put(data, sharding)
     run = _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data)
     risks, thetas = [], []
-    with tqdm(total=steps * S, desc=f"fit x{S}", unit="step", disable=not progress) as bar:
+    with tqdm(total=steps * S, desc=f"fit x{S}", unit="step",
+              disable=not progress or jax.process_index() != 0) as bar:
         for start in range(0, n_records, size):
             carry, r, t = run(lam, carry, record_keys[:, start : start + size])
-            risks.append(np.asarray(r))
-            thetas.append(np.asarray(t))
+            risks.append(_host(r))
+            thetas.append(_host(t))
             bar.update(size * record_every * S)
     return FitResult(
-        theta=np.asarray(carry[0]),
+        theta=_host(carry[0]),
         steps=np.arange(1, n_records + 1) * record_every,
         risk=np.concatenate(risks, axis=1),
         thetas=np.concatenate(thetas, axis=1),

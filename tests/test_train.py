@@ -3,6 +3,7 @@ setting's alignment."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -83,7 +84,12 @@ def test_default_setting_aligns_most_seeds(mixture):
 
 SHARDED = textwrap.dedent(
     """
-    import json, jax, numpy as np, attnclust as ac
+    import json, os, sys, jax, numpy as np
+    if len(sys.argv) > 1:  # process i of 2, joined by jax.distributed (gloo collectives on the CPU)
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(coordinator_address=sys.argv[2], num_processes=2,
+                                   process_id=int(sys.argv[1]))
+    import attnclust as ac
     m = ac.orthogonal_mixture()
     keys = jax.random.split(jax.random.PRNGKey(5), 8)
     r = ac.fit_many(keys, m, lam=jax.numpy.linspace(0.5, 2.0, 8), steps=40, batch=8, L=10,
@@ -98,6 +104,26 @@ def _run_with_devices(n):
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_fit_many_over_two_processes_matches_one():
+    """Two processes of 2 CPU devices each, joined by jax.distributed (as two hosts would
+    be): the 8 seeds are sharded over the 4 devices and every process gets all results,
+    equal to one device's (to float32 rounding: the programs are compiled for other shapes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="2", JAX_PLATFORMS="cpu")
+    procs = [subprocess.Popen([sys.executable, "-c", SHARDED, str(i), address], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    one = _run_with_devices(1)
+    for out, _ in outs:
+        got = json.loads(out.strip().splitlines()[-1])
+        assert got["devices"] == 4
+        np.testing.assert_allclose(got["theta"], one["theta"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got["risk"], one["risk"], rtol=1e-5)
 
 
 def test_fit_many_sharded_over_four_devices_matches_one():
