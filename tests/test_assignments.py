@@ -386,3 +386,57 @@ def test_real_chapter_reference_solutions_score_full_marks():
                             timeout=300, cell_timeout=240)
     failed = [(g.exercise, g.feedback) for g in grades if g.points != g.max_points]
     assert not failed, failed
+
+
+def test_to_jupyter_rewrites_roles_and_directives():
+    """Every MyST role and directive the chapters use becomes what the HTML book shows."""
+    from attnclust.assignments.markdown import References, to_jupyter
+
+    refs = References(titles={"mixtures": "Gaussian mixtures"},
+                      results={"prop-x": "Proposition (Head limit)"},
+                      figures={"fig-a": "Distortion against lam. Dotted: the bound."},
+                      citations={"lloyd1982least": "Lloyd, 1982", "k2": "A and B, 2001"},
+                      macros={"R": r"\mathbb{R}"})
+    text = "\n".join([
+        "(sec-x)=",
+        "See {doc}`mixtures`, {doc}`the start <mixtures>`, {prf:ref}`prop-x`, {numref}`fig-a`,",
+        "{eq}`eq-1`, {cite}`lloyd1982least,k2` and {glue:text}`best_lam:.3f` and {glue}`n`.",
+        "",
+        "```{prf:proposition} Head limit",
+        ":label: prop-x",
+        "",
+        "For $x \\in \\R$, {cite}`lloyd1982least`.",
+        "```",
+        "",
+        "```{prf:proof}",
+        "Obvious.",
+        "```",
+        "",
+        "```{bibliography}",
+        "```",
+        "",
+        "```python",
+        "x = 1",
+        "```",
+    ])
+    out = to_jupyter(text, refs)
+    assert "(sec-x)=" not in out and "{" + "bibliography" not in out
+    assert ("See *Gaussian mixtures*, the start, Proposition (Head limit), Fig. “Distortion against lam”,"
+            in out)
+    assert "equation (eq-1), (Lloyd, 1982; A and B, 2001) and `best_lam` and `n`." in out
+    assert "> **Proposition (Head limit).** For $x \\in \\R$, (Lloyd, 1982)." in out
+    assert "> *Proof.* Obvious. ∎" in out
+    assert "```python\nx = 1\n```" in out  # other fences are kept
+    assert refs.macro_definitions() == r"$\newcommand{\R}{\mathbb{R}}$"
+
+
+@pytest.mark.parametrize("stem", REAL)
+def test_real_editions_have_no_myst_markup_left(stem):
+    import re
+
+    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
+    for nb in (student_notebook(ch), instructor_notebook(ch)):
+        md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert not re.findall(r"\{[a-z]+(?::[a-z]+)?\}`", md), stem
+        assert "```{prf:" not in md and "{glue" not in md
+        assert r"\newcommand{\R}" in nb.cells[0].source

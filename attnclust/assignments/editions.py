@@ -1,7 +1,9 @@
 """Student and instructor notebooks of a chapter, and the autograder material.
 
-Both editions are plain Jupyter notebooks: the MyST directives of the exercises are turned
-into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title``), the ``{solution-start}`` /
+Both editions are plain Jupyter notebooks, their Markdown rewritten by
+``markdown.to_jupyter`` (roles, theorem directives, macros): the MyST directives of the
+exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title``), the
+``{solution-start}`` /
 ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
 ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
@@ -19,12 +21,16 @@ from pathlib import Path
 
 import nbformat
 
+from .markdown import to_jupyter
 from .source import Chapter, Exercise
 
 __all__ = ["STARTER_MARK", "autograder_material", "instructor_notebook", "student_notebook",
            "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
+
+GLUE_NOTE = (" Numbers that the HTML book prints in its text appear here by name, in code "
+             "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`.")
 
 
 def _new_nb(chapter: Chapter) -> nbformat.NotebookNode:
@@ -76,19 +82,20 @@ def _intro(chapter: Chapter, student: bool) -> str:
                 f"{n} exercises, {pts} points.* For each exercise, replace the starter cell "
                 f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; the "
                 "check cell after it tells you whether your answer is right. Run the whole "
-                "notebook from the top before handing it in.")
+                "notebook from the top before handing it in." + GLUE_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
-            f"{n} exercises, {pts} points, with the reference solutions.*")
+            f"{n} exercises, {pts} points, with the reference solutions.*" + GLUE_NOTE)
 
 
 def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
     nb = _new_nb(chapter)
-    nb.cells.append(nbformat.v4.new_markdown_cell(_intro(chapter, student)))
+    macros = chapter.refs.macro_definitions() if chapter.refs else ""
+    nb.cells.append(nbformat.v4.new_markdown_cell(_intro(chapter, student) + (f"\n\n{macros}" if macros else "")))
     md: list[str] = []
 
     def flush() -> None:
         if md:
-            nb.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(md)))
+            nb.cells.append(nbformat.v4.new_markdown_cell(to_jupyter("\n\n".join(md), chapter.refs)))
             md.clear()
 
     for p in chapter.pieces:

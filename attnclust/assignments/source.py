@@ -276,6 +276,7 @@ class Chapter:
     exercises: dict[str, Exercise]
     metadata: dict
     problems: list[str] = field(default_factory=list)
+    refs: "References | None" = None  # what its MyST roles point to (markdown.References)
 
     @property
     def total_points(self) -> float:
@@ -395,6 +396,10 @@ def parse_chapter(path: str | Path) -> Chapter:
     """Read ``chapters/<stem>.md`` (MyST notebook) with jupytext and parse its exercises."""
     import jupytext
 
+    from .markdown import References
+
     path = Path(path)
     nb = jupytext.read(path)
-    return parse_notebook(nb, path.stem)
+    chapter = parse_notebook(nb, path.stem)
+    chapter.refs = References.from_chapters(path.parent)
+    return chapter

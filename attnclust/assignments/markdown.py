@@ -1,0 +1,148 @@
+"""The chapters' MyST Markdown as plain Jupyter Markdown, for the student and instructor
+notebooks (chapter "For instructors").
+
+Jupyter renders neither MyST roles nor directives: ``{cite}`key``` would show as raw text
+and a ``{prf:proposition}`` fence as a code block. :func:`to_jupyter` rewrites them with
+what the HTML book shows in their place, taken from the book's own sources
+(:class:`References`):
+
+- ``{cite}`` → (Author et al., year), from ``chapters/references.bib`` (pybtex);
+- ``{doc}`` → the chapter's title in italics; ``{prf:ref}`` → the result's kind and title;
+  ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
+- ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
+  that glues it and appears only in the HTML book (the editions' first cell says so);
+- ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
+  ``{bibliography}`` and MyST targets ``(label)=`` are dropped;
+- the book's MathJax macros (``_config.yml``) are defined once, in the first cell.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .source import Fenced, split_fences
+
+__all__ = ["References", "to_jupyter"]
+
+_ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<content>[^`]*)`")
+_EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+_TARGET_LINE = re.compile(r"^\s*\([\w:.-]+\)=\s*$", re.M)
+_FIGURE = re.compile(r"caption:\s*(?P<caption>[^\n]+)\n(?:[^\n]*\n){0,3}?\s*name:\s*(?P<name>[\w:.-]+)")
+
+
+@dataclass(frozen=True)
+class References:
+    """What the roles of the chapters point to, read from ``chapters/``."""
+
+    titles: dict[str, str] = field(default_factory=dict)  # chapter stem -> title
+    results: dict[str, str] = field(default_factory=dict)  # prf label -> "Proposition (title)"
+    figures: dict[str, str] = field(default_factory=dict)  # figure name -> caption
+    citations: dict[str, str] = field(default_factory=dict)  # bib key -> "Lloyd, 1982"
+    macros: dict[str, str] = field(default_factory=dict)  # MathJax macros of _config.yml
+
+    @classmethod
+    def from_chapters(cls, chapters_dir: str | Path) -> "References":
+        chapters_dir = Path(chapters_dir)
+        titles, results, figures = {}, {}, {}
+        for path in sorted(chapters_dir.glob("*.md")):
+            text = path.read_text(encoding="utf-8")
+            heading = re.search(r"^# (.+)$", text, re.M)
+            if heading:
+                titles[path.stem] = heading[1].strip()
+            for part in split_fences(text):
+                if isinstance(part, Fenced) and part.name and part.name.startswith("prf:"):
+                    label = part.options.get("label")
+                    if label:
+                        results[label] = _result_name(part)
+            for m in _FIGURE.finditer(text):
+                figures[m["name"]] = m["caption"].strip().strip("'\"")
+        return cls(titles, results, figures, _citations(chapters_dir / "references.bib"),
+                   _macros(chapters_dir.parent / "_config.yml"))
+
+    def macro_definitions(self) -> str:
+        """The book's MathJax macros as inline \\newcommand math, which Jupyter's MathJax
+        keeps for the notebook's later cells (empty when there are none)."""
+        defs = "".join(f"\\newcommand{{\\{name}}}{{{body}}}" for name, body in self.macros.items())
+        return f"${defs}$" if defs else ""
+
+
+def _macros(config: Path) -> dict[str, str]:
+    if not config.exists():
+        return {}
+    import yaml
+
+    conf = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    mathjax = (conf.get("sphinx", {}).get("config", {}) or {}).get("mathjax3_config", {}) or {}
+    return {str(k): str(v) for k, v in (mathjax.get("tex", {}).get("macros", {}) or {}).items()}
+
+
+def _citations(bib: Path) -> dict[str, str]:
+    if not bib.exists():
+        return {}
+    from pybtex.database import parse_file
+
+    out = {}
+    for key, entry in parse_file(str(bib)).entries.items():
+        people = entry.persons.get("author", [])
+        names = [" ".join(p.last_names) for p in people]
+        who = (names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2
+               else f"{names[0]} et al." if names else entry.fields.get("title", key))
+        out[key] = f"{who}, {entry.fields.get('year', 'n.d.')}".replace("{", "").replace("}", "")
+    return out
+
+
+def _result_name(part: Fenced) -> str:
+    kind = part.name.split(":", 1)[1].capitalize()
+    return f"{kind} ({part.arg})" if part.arg else kind
+
+
+def _role(m: re.Match, refs: References) -> str:
+    role, content = m["role"], m["content"].strip()
+    explicit = _EXPLICIT.match(content)
+    text, target = (explicit["text"], explicit["target"]) if explicit else ("", content)
+    if role.startswith("glue"):
+        return f"`{target.split(':', 1)[0]}`"
+    if role.startswith("cite"):
+        return "(" + "; ".join(refs.citations.get(k.strip(), k.strip()) for k in target.split(",")) + ")"
+    if text:
+        return text
+    if role == "doc":
+        stem = Path(target).stem
+        return f"*{refs.titles.get(stem, stem)}*"
+    if role == "prf:ref":
+        return refs.results.get(target, target)
+    if role == "numref":
+        caption = refs.figures.get(target)
+        if not caption:
+            return f"Fig. `{target}`"
+        first = caption.split(". ")[0].rstrip(".")
+        inner = replace(refs, figures={})  # a caption's own roles, without figures: no cycles
+        return "Fig. “" + _ROLE.sub(lambda r: _role(r, inner), first) + "”"
+    if role == "eq":
+        return f"equation ({target})"
+    return m[0]
+
+
+def _quote(head: str, body: str) -> str:
+    lines = f"{head} {body}".strip().split("\n")
+    return "\n".join("> " + line if line.strip() else ">" for line in lines)
+
+
+def to_jupyter(text: str, refs: References | None = None) -> str:
+    """``text`` (MyST Markdown) as Markdown that Jupyter renders (see the module docstring)."""
+    refs = refs or References()
+    out = []
+    for part in split_fences(text):
+        if isinstance(part, str):
+            out.append(_ROLE.sub(lambda m: _role(m, refs), _TARGET_LINE.sub("", part)))
+        elif part.name == "prf:proof":
+            out.append(_quote("*Proof.*", to_jupyter(part.body, refs) + " ∎"))
+        elif part.name and part.name.startswith("prf:"):
+            out.append(_quote(f"**{_result_name(part)}.**", to_jupyter(part.body, refs)))
+        elif part.name == "bibliography":
+            continue
+        else:
+            out.append(part.raw)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
