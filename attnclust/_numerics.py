@@ -47,8 +47,9 @@ def rank_one_softmax_pool(lam, Pq, Pk):
     cancels even at lam = 1e4. The backward pass recomputes the L x L weights instead of
     storing them: a step keeps no L x L array alive between its passes, and a training
     step took 1.5-1.75x less CPU time than with the forward formula differentiated by JAX
-    at L = 50, 256 and 1024 (``benchmarks/alternatives.py``, alternatives.json). ``jax.grad``, ``jax.jacrev`` and ``jax.hessian``
-    (forward over reverse) work through it; a plain ``jax.jvp`` or ``jax.jacfwd`` raises.
+    at L = 50, 256 and 1024 (``benchmarks/alternatives.py``, alternatives.json).
+    ``jax.grad``, ``jax.jacrev`` and ``jax.hessian`` (forward over reverse) work through
+    it; a plain ``jax.jvp`` or ``jax.jacfwd`` raises.
     """
     return _pool_moments(lam, Pq, Pk)[0]
 

@@ -83,9 +83,13 @@ def two_head_attend(
     return jax.jit(_two_head_attend)(jnp.asarray(theta), jnp.asarray(Z), jnp.asarray(X), lam)
 
 
-def _identity_rows(Xq, X, lam):
-    """Identity attention for a block of queries Xq (..., B, d) against all keys X."""
+def _identity_rows(Xq, X, lam, key_mask=None):
+    """Identity attention for a block of queries Xq (..., B, d) against all keys X; with
+    ``key_mask`` (..., L) the keys where it is False get weight exactly 0 (a prompt padded
+    to a fixed length, as the quantization explorer pads its prompts)."""
     scores = lam * jnp.einsum("...qd,...kd->...qk", Xq, X)
+    if key_mask is not None:
+        scores = jnp.where(key_mask[..., None, :], scores, -jnp.inf)
     return jax.nn.softmax(scores, axis=-1) @ X
 
 

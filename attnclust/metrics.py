@@ -61,11 +61,13 @@ def head_assignments(theta: Float[Array, "H d"], X: Float[Array, "*b d"]) -> Int
 
 
 def distortion(
-    outputs: Float[Array, "*b d"], targets: Float[Array, "*b d"]
+    outputs: Float[Array, "*b d"], targets: Float[Array, "*b d"], mask=None
 ) -> Float[Array, ""]:
     """Mean squared distance of outputs to their targets (for instance each token's own
-    centroid): the quantization error D of THEORY.md section 6."""
-    return jnp.mean(jnp.sum((jnp.asarray(outputs) - jnp.asarray(targets)) ** 2, axis=-1))
+    centroid): the quantization error D of THEORY.md section 6. With ``mask`` (*b,) bool,
+    the mean runs over the tokens where it is True only (a padded prompt)."""
+    err = jnp.sum((jnp.asarray(outputs) - jnp.asarray(targets)) ** 2, axis=-1)
+    return jnp.mean(err) if mask is None else jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
 
 
 def noise_floor(mixture: GaussianMixture) -> float:

@@ -53,3 +53,11 @@ def test_distortion_of_raw_tokens_is_the_noise_floor(key, mixture):
     X, labels = ac.sample(key, mixture, 100, 1000)
     d = ac.distortion(X, mixture.centroids[labels])
     assert float(d) == pytest.approx(ac.noise_floor(mixture), rel=0.01)
+
+
+def test_distortion_mask_averages_the_masked_tokens_only():
+    out = np.array([[[0.0, 0.0], [1.0, 0.0], [9.0, 9.0]]])
+    tgt = np.zeros_like(out)
+    mask = np.array([[True, True, False]])
+    assert float(ac.distortion(out, tgt, mask)) == pytest.approx(0.5)
+    assert float(ac.distortion(out[:, :2], tgt[:, :2])) == pytest.approx(0.5)

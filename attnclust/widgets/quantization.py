@@ -9,7 +9,7 @@ kernel.
 
 Speed: a prompt of L tokens is the first L tokens of a prompt of ``L_MAX`` tokens (the
 L slider's largest value), and identity attention runs on the full ``L_MAX`` array with
-the keys beyond L masked out (:func:`_masked_identity`, equal to
+the keys beyond L masked out (``attention._identity_rows`` with a key mask, equal to
 ``attnclust.identity_attention`` of the L tokens up to float rounding; tested). So the
 array shapes depend on K only: :func:`prepare` compiles the three programs (K = 2, 3, 4)
 and :func:`quantization_explorer` starts it in a background thread when it opens; after
@@ -33,6 +33,7 @@ from matplotlib.ticker import FormatStrFormatter, NullFormatter
 import attnclust as ac
 
 from .. import _validate as v
+from ..attention import _identity_rows
 from .. import symbolic
 from .. import variants as V
 from ._background import BackgroundPrepare
@@ -91,28 +92,13 @@ _prompt = lru_cache(maxsize=64)(_draw_prompt)
 rescaled instead)."""
 
 
-def _masked_identity(X, mask, lam):
-    """``attnclust.identity_attention`` of the tokens where ``mask`` (..., L) is True: every
-    query attends only to those keys (rows where ``mask`` is False are computed, over the
-    same keys, and meant to be discarded)."""
-    scores = lam * jnp.einsum("...qd,...kd->...qk", X, X)
-    scores = jnp.where(mask[..., None, :], scores, -jnp.inf)
-    return jax.nn.softmax(scores, axis=-1) @ X
-
-
-def _masked_distortion(Q, own, mask):
-    """``attnclust.distortion(Q, own)`` over the tokens where ``mask`` is True."""
-    err = jnp.sum((Q - own) ** 2, axis=-1)
-    return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
-
-
 @jax.jit
 def _quantize(X, own, mask, lam, lams):
     """Identity attention of the masked prompt at ``lam``, its distortion, and the
     distortion at every temperature of ``lams`` (one compiled call per shape)."""
-    Q = _masked_identity(X, mask, lam)
-    curve = jax.vmap(lambda l: _masked_distortion(_masked_identity(X, mask, l), own, mask))(lams)
-    return Q, _masked_distortion(Q, own, mask), curve
+    Q = _identity_rows(X, X, lam, mask)
+    curve = jax.vmap(lambda l: ac.distortion(_identity_rows(X, X, l, mask), own, mask))(lams)
+    return Q, ac.distortion(Q, own, mask), curve
 
 
 @lru_cache(maxsize=64)
