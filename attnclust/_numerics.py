@@ -16,10 +16,12 @@ def _shifted_weights(lam, Pq, Pk):
     otherwise, the shifted keys D_qk = Pk_k - ext_q and the unnormalised weights
     e_qk = exp(lam Pq_q D_qk) in [0, 1]. Every logit lam Pq_q D_qk is <= 0 whatever the
     rounding (its two factors have opposite signs exactly) and the extremal key's is
-    exactly 0, so the weights cannot overflow and their sum is >= 1."""
+    exactly 0, so the weights cannot overflow and their sum is >= 1. The slope lam Pq_q is
+    clamped to float32's range, so that at a huge lam it is finite and slope * 0 stays 0."""
     ext = jnp.where(Pq >= 0, jnp.max(Pk, axis=-1, keepdims=True), jnp.min(Pk, axis=-1, keepdims=True))
     D = Pk[..., None, :] - ext[..., :, None]  # (..., Q, K)
-    return ext, D, jnp.exp(lam * Pq[..., :, None] * D)
+    big = jnp.finfo(D.dtype).max
+    return ext, D, jnp.exp(jnp.clip(lam * Pq, -big, big)[..., :, None] * D)
 
 
 def _pool_moments(lam, Pq, Pk):
@@ -34,7 +36,7 @@ def _pool_moments(lam, Pq, Pk):
 @jax.custom_vjp
 def rank_one_softmax_pool(lam, Pq, Pk):
     """sum_k softmax_k(lam Pq_q Pk_k) Pk_k for every query q: the pooling of one rank-one
-    head (THEORY.md section 2). Shapes: lam scalar, Pq (..., Q), Pk (..., K) -> (..., Q).
+    head (chapter "Attention as soft pooling", chapters/attention.md, def-rank-one-heads). Shapes: lam scalar, Pq (..., Q), Pk (..., K) -> (..., Q).
 
     The output is ext_q + E_q[Pk - ext_q] with the exact shift of ``_shifted_weights``.
     The gradient is written by hand (``jax.custom_vjp``) from the derivatives of a softmax

@@ -1,13 +1,18 @@
-"""Large-L limits of the two layers (THEORY.md sections 4 and 6).
+"""Large-L limits of the two layers (chapter "Attention as soft pooling", chapters/attention.md,
+{prf:ref} labels lem-tilting and prop-head-limit; chapter "In-context quantization with
+identity attention", chapters/quantization.md, prop-identity-limit).
 
-By the exponential-tilting lemma (chapter "Attention as soft pooling"), for a query z and
-keys drawn from the mixture, head h tends to
+By the exponential-tilting lemma, for a query z and keys drawn from the mixture, head h
+tends to
 
     T_h(z) = theta_h [ s sigma^2 ||theta_h||^2 + sum_c alpha_c(s) <theta_h, mu_c> ],
     alpha(s) = softmax_c(log pi_c + s <theta_h, mu_c>),   s = lam <theta_h, z>,
 
 and identity attention tends to
     Q(z) = lam sigma^2 z + sum_c softmax_c(log pi_c + lam <z, mu_c>) mu_c.
+
+Checks under a user's own ``jit``: shapes and dtypes are still checked; values (NaN or inf,
+the range of ``lam``, an output that overflows float32) are not.
 """
 
 from __future__ import annotations
@@ -18,13 +23,24 @@ from jaxtyping import Array, Float
 
 from . import _validate as v
 from ._numerics import softmax_small
+from .general_mixture import GeneralMixture
 from .mixture import GaussianMixture
 
 
-def _log_weights(mixture: GaussianMixture):
-    """log pi_c, with a zero weight read as the smallest normal float (log about -87) so
-    that differences of log-weights stay finite."""
-    return jnp.log(jnp.maximum(mixture.weights, jnp.finfo(jnp.float32).tiny))
+def _head_coefficients(P, theta, mixture, lam):
+    m = theta @ mixture.centroids.T  # (H, K): <theta_h, mu_c>
+    s = lam * P  # (..., H)
+    alpha = softmax_small(mixture.log_weights, m, s)  # (..., H, K)
+    sq_norm = jnp.sum(theta**2, axis=-1)  # (H,)
+    return s * mixture.sigma**2 * sq_norm + jnp.sum(alpha * m, axis=-1)
+
+
+def _queries(name, z, mixture):
+    z = v.real_array(name, z)
+    if z.ndim < 1:
+        raise ValueError(f"{name} must have shape (..., d) with d={mixture.d}, got a scalar")
+    v.same_dim(name, z.shape[-1], "mixture", mixture.d)
+    return z
 
 
 def head_coefficients(
@@ -33,33 +49,111 @@ def head_coefficients(
     mixture: GaussianMixture,
     lam: float,
 ) -> Float[Array, "*batch H"]:
-    """The scalar coefficient of theta_h in T_h(z), given the projections P_h = <theta_h, z>.
+    """The scalar coefficient of theta_h in T_h(z), given the projections P_h = <theta_h, z>
+    (chapters/attention.md, prop-head-limit); the population risk integrates it over P.
 
-    THEORY.md section 4; the population risk integrates this over P.
+    Args:
+        P: (``*batch``, H) projections, finite.
+        theta: (H, d) heads, finite.
+        mixture: the ``GaussianMixture`` of the keys, of dimension d.
+        lam: temperature, > 0 and finite in float32.
+
+    Returns:
+        (``*batch``, H) coefficients.
+
+    Raises:
+        TypeError: mixture not a GaussianMixture, or an argument not real numbers.
+        ValueError: wrong shapes (naming P, theta or mixture), NaN or inf, a bad lam, or an
+            output that overflows float32. Under ``jit`` only the shape checks run.
     """
-    m = theta @ mixture.centroids.T  # (H, K): <theta_h, mu_c>
-    s = lam * P  # (..., H)
-    alpha = softmax_small(_log_weights(mixture), m, s)  # (..., H, K)
-    sq_norm = jnp.sum(theta**2, axis=-1)  # (H,)
-    return s * mixture.sigma**2 * sq_norm + jnp.sum(alpha * m, axis=-1)
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    P = v.real_array("P", P)
+    if P.ndim < 1 or P.shape[-1] != theta.shape[0]:
+        raise ValueError(f"P must have shape (..., H) with H={theta.shape[0]} heads (theta's rows), got shape {tuple(P.shape)}")
+    lam = v.positive_finite("lam", lam)
+    return v.finite_result(_head_coefficients(P, theta, mixture, lam), "P, theta or lam is")
+
+
+@jax.jit
+def _head_output_limit(theta, z, mixture, lam):
+    return _head_coefficients(z @ theta.T, theta, mixture, lam) @ theta
 
 
 def head_output_limit(
     theta: Float[Array, "H d"], z: Float[Array, "*batch d"], mixture: GaussianMixture, lam: float
 ) -> Float[Array, "*batch d"]:
-    """sum_h T_h(z): the large-L output of the two-head layer at query z (THEORY.md §4)."""
-    v.same_dim("theta", jnp.shape(theta)[-1], "mixture", mixture.d)
-    v.same_dim("z", jnp.shape(z)[-1], "mixture", mixture.d)
-    v.positive_finite("lam", lam)
-    coef = head_coefficients(z @ theta.T, theta, mixture, lam)
-    return coef @ theta
+    """sum_h T_h(z): the large-L output of the two-head layer at query z
+    (chapters/attention.md, prop-head-limit).
+
+    Args:
+        theta: (H, d) heads, finite.
+        z: (``*batch``, d) queries, finite.
+        mixture: the ``GaussianMixture`` of the keys, of dimension d.
+        lam: temperature, > 0 and finite in float32.
+
+    Returns:
+        (``*batch``, d) outputs.
+
+    Raises:
+        TypeError: mixture not a GaussianMixture, or an argument not real numbers.
+        ValueError: wrong shapes (naming theta, z or mixture), NaN or inf in theta or z, a
+            bad lam, or an output that overflows float32 (theta, z or lam too large).
+            Under ``jit`` only the shape checks run.
+    """
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    z = _queries("z", z, mixture)
+    lam = v.positive_finite("lam", lam)
+    return v.finite_result(_head_output_limit(theta, z, mixture, lam), "theta, z or lam is")
+
+
+@jax.jit
+def _identity_limit(z, mixture, lam):
+    alpha = softmax_small(mixture.log_weights, z @ mixture.centroids.T, lam)
+    return lam * mixture.sigma**2 * z + alpha @ mixture.centroids
 
 
 def identity_limit(
     z: Float[Array, "*batch d"], mixture: GaussianMixture, lam: float
 ) -> Float[Array, "*batch d"]:
-    """Q(z): the large-L output of identity attention at query z (THEORY.md section 6)."""
-    v.same_dim("z", jnp.shape(z)[-1], "mixture", mixture.d)
+    """Q(z): the large-L output of identity attention at query z (chapters/quantization.md,
+    prop-identity-limit).
+
+    Args:
+        z: (``*batch``, d) queries, finite.
+        mixture: the ``GaussianMixture`` of the keys, of dimension d.
+        lam: temperature, > 0 and finite in float32.
+
+    Returns:
+        (``*batch``, d) outputs.
+
+    Raises:
+        TypeError: mixture not a GaussianMixture, or z or lam not real numbers.
+        ValueError: z not (..., d) with the mixture's d, NaN or inf in z, a bad lam, or an
+            output that overflows float32. Under ``jit`` only the shape checks run.
+    """
+    v.instance("mixture", mixture, GaussianMixture)
+    z = _queries("z", z, mixture)
+    lam = v.positive_finite("lam", lam)
+    return v.finite_result(_identity_limit(z, mixture, lam), "z or lam is")
+
+
+def general_identity_limit(z: Float[Array, "*b d"], mixture: GeneralMixture, lam: float) -> Float[Array, "*b d"]:
+    """Large-L identity attention for a mixture with per-component covariances Sigma_c:
+
+        Q(z) = sum_c alpha_c(z) (mu_c + lam Sigma_c z),
+        alpha(z) = softmax_c(log pi_c + lam <z, mu_c> + lam^2 z^T Sigma_c z / 2)
+
+    (the tilting lemma with each component's own covariance; chapter "Beyond the paper").
+    With Sigma_c = sigma^2 I it is ``ac.identity_limit``: the z^T Sigma z term is then the
+    same for every c and cancels in the softmax."""
     v.positive_finite("lam", lam)
-    alpha = softmax_small(_log_weights(mixture), z @ mixture.centroids.T, lam)
-    return lam * mixture.sigma**2 * z + alpha @ mixture.centroids
+    z = jnp.asarray(z, jnp.float32)
+    v.same_dim("z", z.shape[-1], "mixture", mixture.d)
+    mu = jnp.asarray(mixture.centroids, jnp.float32)
+    S = jnp.asarray(mixture.covariances, jnp.float32)
+    logw = jnp.log(jnp.maximum(jnp.asarray(mixture.weights, jnp.float32), 1e-30))
+    quad = jnp.einsum("...i,cij,...j->...c", z, S, z)
+    alpha = jax.nn.softmax(logw + lam * z @ mu.T + 0.5 * lam**2 * quad, axis=-1)
+    return alpha @ mu + lam * jnp.einsum("...c,cij,...j->...i", alpha, S, z)

@@ -1,88 +1,245 @@
-"""Measures used everywhere in the book (THEORY.md section 7).
+"""Measures used everywhere in the book (chapter "Gaussian mixtures and clustering",
+chapters/mixtures.md, {prf:ref} label def-distortion).
 
-- ``alignment``: |cos| of each head with its matched centroid, best matching over
+- ``alignment``: ``|cos|`` of each head with its matched centroid, best matching over
   permutations (Hungarian algorithm, scipy.optimize.linear_sum_assignment).
 - ``head_assignments``: a token's cluster by the heads, argmax_h <theta_h, x>^2.
 - ``distortion``, ``noise_floor``: quantization error against d sigma^2.
 - ``adjusted_rand``: scikit-learn's ARI of predicted against true labels, per prompt.
+
+Non-finite input gives a non-finite answer rather than a plausible number: a head with NaN
+or inf has ``|cos|`` NaN (``abs_cosines``, ``alignment``) and no matched centroid (-1 in
+``matching``); a token whose scores are NaN is assigned -1 (``head_assignments``); the
+distortion of NaN outputs is NaN. Lists are accepted wherever arrays are.
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import adjusted_rand_score
 
+from . import _validate as v
 from .mixture import GaussianMixture
 
 
-def abs_cosines(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
-    """|cos(theta_h, mu_c)| for every head and centroid: shape (*b, H, K)."""
-    theta = np.asarray(theta, dtype=np.float64)
-    mu = np.asarray(centroids, dtype=np.float64)
+def _heads_and_centroids(theta, centroids, batched: bool = True):
+    """theta (*b, H, d) and centroids (K, d) as float64 NumPy arrays (NaN allowed)."""
+    theta = np.asarray(v.real_array("theta", theta, finite=False), np.float64)
+    mu = np.asarray(v.real_array("centroids", centroids, finite=False), np.float64)
+    if theta.ndim < 2 or (not batched and theta.ndim != 2) or theta.shape[-2] < 1:
+        what = "(..., H, d)" if batched else "(H, d)"
+        raise ValueError(f"theta must have shape {what} with H >= 1 heads, got shape {theta.shape}")
+    if mu.ndim != 2 or mu.shape[0] < 1:
+        raise ValueError(f"centroids must have shape (K, d) with K >= 1, got shape {mu.shape}")
+    v.same_dim("theta", theta.shape[-1], "centroids", mu.shape[-1])
+    return theta, mu
+
+
+def _cosines(theta, mu):
     tn = np.linalg.norm(theta, axis=-1, keepdims=True)
     mn = np.linalg.norm(mu, axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.abs((theta / tn) @ (mu / mn).T)
-    return np.nan_to_num(cos, nan=0.0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        # a zero vector has |cos| 0 with everything; NaN and inf propagate to NaN
+        return np.abs((theta / np.where(tn == 0, 1.0, tn)) @ (mu / np.where(mn == 0, 1.0, mn)).T)
+
+
+def abs_cosines(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
+    """``|cos(theta_h, mu_c)|`` for every head and centroid (0 for a zero vector).
+
+    Args:
+        theta: (``*b``, H, d) heads, H >= 1.
+        centroids: (K, d) centroids, K >= 1.
+
+    Returns:
+        (``*b``, H, K) float64; NaN in the row of a head with NaN or inf (and the column of
+        such a centroid).
+
+    Raises:
+        TypeError: theta or centroids not real numbers.
+        ValueError: wrong shapes, or different d (naming theta and centroids).
+    """
+    return _cosines(*_heads_and_centroids(theta, centroids))
+
+
+def _assign(cos):
+    """Best matching (rows, cols) over the heads whose ``|cos|`` row is finite."""
+    ok = np.flatnonzero(np.all(np.isfinite(cos), axis=-1))
+    rows, cols = linear_sum_assignment(cos[ok], maximize=True)
+    return ok[rows], cols
 
 
 def matching(theta: Float[Array, "H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
-    """For each head, the index of its matched centroid (maximising the summed |cos|);
-    -1 for heads left without a centroid when H > K."""
-    cos = abs_cosines(theta, centroids)
-    rows, cols = linear_sum_assignment(cos, maximize=True)
+    """For each head, the index of its matched centroid (maximising the summed ``|cos|``).
+
+    Args:
+        theta: (H, d) heads, H >= 1.
+        centroids: (K, d) centroids.
+
+    Returns:
+        (H,) int: the matched centroid, or -1 for a head left without one (H > K) and for a
+        head with NaN or inf.
+
+    Raises:
+        TypeError: theta or centroids not real numbers.
+        ValueError: wrong shapes (theta must be (H, d)), or different d.
+    """
+    cos = _cosines(*_heads_and_centroids(theta, centroids, batched=False))
+    rows, cols = _assign(cos)
     match = np.full(cos.shape[0], -1)
     match[rows] = cols
     return match
 
 
 def alignment(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
-    """|cos| of each head with its matched centroid, best matching over permutations.
+    """``|cos|`` of each head with its matched centroid, best matching over permutations.
 
-    Works on any leading batch shape (seeds, history): returns (*b, H); heads without a
-    matched centroid (H > K) get their best |cos| to any centroid.
+    Works on any leading batch shape (seeds, history). Heads without a matched centroid
+    (H > K) get their best ``|cos|`` to any centroid.
+
+    Args:
+        theta: (``*b``, H, d) heads, H >= 1.
+        centroids: (K, d) centroids, K >= 1.
+
+    Returns:
+        (``*b``, H) float64 in [0, 1]; NaN for a head with NaN or inf (a diverged run), so
+        that it is not mistaken for an unaligned head.
+
+    Raises:
+        TypeError: theta or centroids not real numbers.
+        ValueError: wrong shapes, H = 0 or K = 0, or different d.
     """
     cos = abs_cosines(theta, centroids)
     flat = cos.reshape((-1,) + cos.shape[-2:])
     out = np.empty(flat.shape[:2])
     for i, c in enumerate(flat):
-        rows, cols = linear_sum_assignment(c, maximize=True)
-        out[i] = c.max(axis=-1)
+        rows, cols = _assign(c)
+        out[i] = c.max(axis=-1)  # NaN for the heads left out of the matching
         out[i, rows] = c[rows, cols]
     return out.reshape(cos.shape[:-1])
 
 
 def head_assignments(theta: Float[Array, "H d"], X: Float[Array, "*b d"]) -> Int[Array, "*b"]:
-    """The head that claims each token: argmax_h <theta_h, x>^2 (sign-invariant)."""
-    return jnp.argmax((X @ jnp.asarray(theta).T) ** 2, axis=-1)
+    """The head that claims each token: argmax_h <theta_h, x>^2 (sign-invariant).
+
+    Args:
+        theta: (H, d) heads, H >= 1.
+        X: (``*b``, d) tokens.
+
+    Returns:
+        (``*b``,) int32 head indices; -1 for a token whose scores are not finite (a token
+        or a head with NaN or inf).
+
+    Raises:
+        TypeError: theta or X not real numbers.
+        ValueError: theta not (H, d) with H >= 1, X without a last axis, or different d.
+    """
+    theta = v.real_array("theta", theta, finite=False)
+    X = v.real_array("X", X, finite=False)
+    if theta.ndim != 2 or theta.shape[0] < 1:
+        raise ValueError(f"theta must have shape (H, d) with H >= 1 heads, got shape {tuple(theta.shape)}")
+    if X.ndim < 1:
+        raise ValueError(f"X must have shape (..., d), got shape {tuple(X.shape)}")
+    v.same_dim("theta", theta.shape[1], "X", X.shape[-1])
+    scores = (X @ theta.T) ** 2
+    ok = jnp.all(jnp.isfinite(scores), axis=-1)
+    return jnp.where(ok, jnp.argmax(scores, axis=-1), -1).astype(jnp.int32)
 
 
 def distortion(
-    outputs: Float[Array, "*b d"], targets: Float[Array, "*b d"], mask=None
+    outputs: Float[Array, "*b d"],
+    targets: Float[Array, "*b d"],
+    mask: Bool[Array, "*b"] | None = None,
 ) -> Float[Array, ""]:
     """Mean squared distance of outputs to their targets (for instance each token's own
-    centroid): the quantization error D of THEORY.md section 6. With ``mask`` (*b,) bool,
-    the mean runs over the tokens where it is True only (a padded prompt)."""
-    err = jnp.sum((jnp.asarray(outputs) - jnp.asarray(targets)) ** 2, axis=-1)
-    return jnp.mean(err) if mask is None else jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
+    centroid): the quantization error D of chapters/mixtures.md, def-distortion.
+
+    Args:
+        outputs: (``*b``, d) points.
+        targets: (``*b``, d) targets, broadcastable against outputs.
+        mask: optional boolean (``*b``,), broadcastable against the tokens: the mean then
+            runs over the tokens where it is True only (a padded prompt).
+
+    Returns:
+        A float32 scalar; NaN or inf when outputs or targets are.
+
+    Raises:
+        TypeError: outputs or targets not real numbers, or mask not boolean (an integer
+            mask is refused rather than read as weights; pass ``mask != 0``).
+        ValueError: shapes that do not broadcast (naming outputs and targets, or mask),
+            no tokens, or a mask with no True entry (checked outside ``jit`` only).
+    """
+    outputs = v.real_array("outputs", outputs, finite=False)
+    targets = v.real_array("targets", targets, finite=False)
+    if outputs.ndim < 1 or targets.ndim < 1 or outputs.shape[-1] != targets.shape[-1]:
+        raise ValueError(
+            f"outputs and targets must have shape (..., d) with the same d, got shapes "
+            f"{tuple(outputs.shape)} and {tuple(targets.shape)}"
+        )
+    batch = v.batch_match("outputs", outputs.shape[:-1], "targets", targets.shape[:-1])
+    if int(np.prod(batch)) == 0:
+        raise ValueError(f"outputs and targets must hold at least one token, got batch shape {batch}")
+    err = jnp.sum((outputs - targets) ** 2, axis=-1)
+    if mask is None:
+        return jnp.mean(err)
+    mask = mask if v.is_tracer(mask) else jnp.asarray(mask)
+    if mask.dtype != jnp.bool_:
+        raise TypeError(
+            f"mask must be a boolean array (True for the tokens to average over), got dtype "
+            f"{mask.dtype}; convert it with mask != 0 if that is what you mean"
+        )
+    mask = jnp.broadcast_to(mask, v.batch_match("mask", mask.shape, "outputs", batch))
+    if not v.is_tracer(mask) and not v.holds(jnp.any, mask):
+        raise ValueError("mask must be True for at least one token, got a mask that is False everywhere")
+    err = jnp.broadcast_to(err, mask.shape)
+    return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
 
 
 def noise_floor(mixture: GaussianMixture) -> float:
-    """d sigma^2: E||x - mu_{c(x)}||^2, the distortion of the raw tokens themselves."""
+    """d sigma^2: E||x - mu_{c(x)}||^2, the distortion of the raw tokens themselves.
+
+    Raises:
+        TypeError: mixture not a GaussianMixture.
+    """
+    v.instance("mixture", mixture, GaussianMixture)
     return float(mixture.d * mixture.sigma**2)
 
 
+def _labels(name, labels) -> np.ndarray:
+    arr = np.asarray(labels)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold integer labels, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must hold integer labels, got non-integer values: {name}={arr!r}")
+        arr = arr.astype(np.int64)
+    if arr.ndim < 1 or arr.shape[-1] < 1:
+        raise ValueError(f"{name} must have shape (..., L) with L >= 1 labels, got shape {arr.shape}")
+    return arr
+
+
 def adjusted_rand(labels_true: Int[Array, "*b L"], labels_pred: Int[Array, "*b L"]) -> np.ndarray:
-    """Adjusted Rand index (Hubert and Arabie) of each prompt's predicted labels: shape (*b,).
+    """Adjusted Rand index (Hubert and Arabie) of each prompt's predicted labels.
 
     Permutation-invariant: 1 for a perfect clustering whatever the label names, about 0 for
     a random one.
+
+    Args:
+        labels_true: (``*b``, L) integer labels, L >= 1.
+        labels_pred: (``*b``, L) integer labels, the same shape.
+
+    Returns:
+        (``*b``,) float64.
+
+    Raises:
+        TypeError: labels that are not numbers.
+        ValueError: labels that are not integers (NaN, 0.5), no labels (L = 0 or a scalar),
+            or shapes that differ.
     """
-    t = np.asarray(labels_true)
-    p = np.asarray(labels_pred)
+    t = _labels("labels_true", labels_true)
+    p = _labels("labels_pred", labels_pred)
     if t.shape != p.shape:
         raise ValueError(f"labels_true and labels_pred must have the same shape, got {t.shape} and {p.shape}")
     if t.ndim == 1:
@@ -90,3 +247,42 @@ def adjusted_rand(labels_true: Int[Array, "*b L"], labels_pred: Int[Array, "*b L
     flat_t = t.reshape(-1, t.shape[-1])
     flat_p = p.reshape(-1, p.shape[-1])
     return np.array([adjusted_rand_score(a, b) for a, b in zip(flat_t, flat_p)]).reshape(t.shape[:-1])
+
+
+def own_centroids(centroids: Float[Array, "*b K d"], labels: Int[Array, "*b L"]) -> Float[Array, "*b L d"]:
+    """The centroid of every token's own component: centroids (K, d) shared, or (n, K, d)
+    one set per prompt, with labels (n, L)."""
+    mu = jnp.asarray(centroids)
+    lab = jnp.asarray(labels)
+    if mu.ndim == 2:
+        return mu[lab]
+    return jnp.take_along_axis(mu, lab[..., None], axis=-2)
+
+
+def nearest_centroid(Z: Float[Array, "*b L d"], centroids: Float[Array, "*b K d"]) -> Int[Array, "*b L"]:
+    """argmin_c ||z_l - mu_c|| for every token: centroids (K, d) or (n, K, d) per prompt.
+    Applied to Q(X) this is the "oracle" assignment of identity attention (it needs the true
+    centroids; see the chapter)."""
+    Z = jnp.asarray(Z)
+    mu = jnp.asarray(centroids)
+    if mu.ndim == 2:
+        mu = jnp.broadcast_to(mu, Z.shape[:-2] + mu.shape)
+    d2 = jnp.sum((Z[..., :, None, :] - mu[..., None, :, :]) ** 2, axis=-1)
+    return jnp.argmin(d2, axis=-1)
+
+
+def within_spread(Z: Float[Array, "*b L d"], labels: Int[Array, "*b L"], K: int) -> np.ndarray:
+    """Mean squared distance of tokens to their own cluster's mean (over the true labels),
+    averaged over clusters and prompts: how far a cloud is from collapsing to a point.
+    Z may carry leading axes (depth, n, L, d); returns one number per leading index
+    except the prompt axis, e.g. (depth,)."""
+    K = v.positive_int("K", K)
+    Z = np.asarray(Z, np.float64)
+    lab = np.asarray(labels)
+    one = (lab[..., None] == np.arange(K)).astype(np.float64)  # (n, L, K)
+    count = one.sum(axis=-2)  # (n, K)
+    means = np.einsum("nlk,...nld->...nkd", one, Z) / np.maximum(count, 1)[..., None]
+    sq = np.sum((Z - np.einsum("nlk,...nkd->...nld", one, means)) ** 2, axis=-1)  # (..., n, L)
+    per = np.einsum("nlk,...nl->...nk", one, sq) / np.maximum(count, 1)
+    valid = count > 0
+    return np.sum(per * valid, axis=(-2, -1)) / valid.sum()

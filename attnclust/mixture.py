@@ -1,5 +1,5 @@
-"""Gaussian mixtures and prompt samplers (THEORY.md section 1; chapter "Gaussian mixtures
-and clustering").
+"""Gaussian mixtures and prompt samplers (chapter "Gaussian mixtures and clustering",
+chapters/mixtures.md, {prf:ref} label def-mixture).
 
 A prompt is a sequence of L tokens drawn i.i.d. from sum_c pi_c N(mu_c, sigma^2 I_d).
 "Fixed" prompts share one mixture; "in-context" prompts draw fresh centroids per prompt.
@@ -7,6 +7,7 @@ A prompt is a sequence of L tokens drawn i.i.d. from sum_c pi_c N(mu_c, sigma^2 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import jax
@@ -16,18 +17,32 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from . import _validate as v
 
+_VALUES = (numbers.Number, np.ndarray, np.generic, jax.Array, list, tuple, str, bytes, type(None))
+"""Field values a user passes; anything else (tracers, the placeholders JAX unflattens with
+inside ``jit`` and ``vmap``, shape structs of ``jax.eval_shape``) skips validation."""
+
 
 @dataclass(frozen=True)
 class GaussianMixture:
-    """An isotropic Gaussian mixture sum_c weights[c] N(centroids[c], sigma^2 I_d).
+    """An isotropic Gaussian mixture sum_c weights[c] N(centroids[c], sigma^2 I_d)
+    (chapters/mixtures.md, def-mixture).
 
-    Attributes:
-        weights: (K,) mixing weights, non-negative, summing to 1.
-        centroids: (K, d) component means mu_c.
-        sigma: the common standard deviation, > 0.
+    Args:
+        weights: (K,) mixing weights, real, >= 0, summing to 1 (within 1e-5).
+        centroids: (K, d) component means mu_c, real and finite in float32, K, d >= 1.
+        sigma: the common standard deviation, a real number > 0 that float32 holds.
 
-    The constructor validates and raises ValueError naming the bad parameter. It is
-    registered as a JAX pytree (sigma and arrays are leaves), so mixtures pass through jit.
+    Weights and centroids are stored as float32 arrays, sigma as a Python float. A stack
+    of mixtures (every field with the same leading axes, as ``jax.tree.map(jnp.stack)``
+    builds for ``vmap``) is accepted too, sigma then an array.
+
+    Raises:
+        TypeError: a field that is not real numbers (a string, complex, None).
+        ValueError: a field with a bad shape or value, named in the message.
+
+    It is a JAX pytree (``jax.tree_util.register_dataclass``; the three fields are
+    leaves), so mixtures pass through ``jit`` and ``vmap``. Rebuilding it from tracers
+    or JAX's placeholders (inside a transformation) skips every check.
     """
 
     weights: Float[Array, "K"]
@@ -35,93 +50,104 @@ class GaussianMixture:
     sigma: float
 
     def __post_init__(self):
-        w = v.concrete(self.weights)
-        mu = v.concrete(self.centroids)
-        if mu is not None:
-            if mu.ndim != 2:
-                raise ValueError(
-                    f"centroids must have shape (K, d), got shape {mu.shape}"
-                )
-            if mu.shape[0] < 1:
-                raise ValueError(f"K must be >= 1, got K={mu.shape[0]}")
-            if mu.shape[1] < 1:
-                raise ValueError(f"d must be >= 1, got d={mu.shape[1]}")
-            v.finite_array("centroids", mu)
-        if w is not None:
-            if w.ndim != 1:
-                raise ValueError(f"weights must have shape (K,), got shape {w.shape}")
-            if mu is not None and w.shape[0] != mu.shape[0]:
-                raise ValueError(
-                    f"weights must have length K={mu.shape[0]} (one per centroid), "
-                    f"got length {w.shape[0]}"
-                )
-            if not np.all(np.isfinite(w)) or np.any(w < 0):
-                raise ValueError(f"weights must be finite and >= 0, got weights={w!r}")
-            if abs(float(w.sum()) - 1.0) > 1e-5:
-                raise ValueError(f"weights must sum to 1, got sum {float(w.sum())!r}")
-        v.positive_finite("sigma", self.sigma)
-        object.__setattr__(self, "weights", jnp.asarray(self.weights, dtype=jnp.float32))
-        object.__setattr__(self, "centroids", jnp.asarray(self.centroids, dtype=jnp.float32))
+        fields = (self.weights, self.centroids, self.sigma)
+        if any(v.is_tracer(f) or not isinstance(f, _VALUES) for f in fields):
+            return  # pytree unflatten inside a transformation
+        mu = v.real_array("centroids", self.centroids)
+        if mu.ndim < 2:
+            raise ValueError(f"centroids must have shape (K, d), got shape {tuple(mu.shape)}")
+        if mu.shape[-2] < 1:
+            raise ValueError(f"centroids must have K >= 1 rows (components), got K={mu.shape[-2]}")
+        if mu.shape[-1] < 1:
+            raise ValueError(f"centroids must have dimension d >= 1, got d={mu.shape[-1]}")
+        w = v.real_array("weights", self.weights)
+        if w.shape != mu.shape[:-1]:
+            raise ValueError(
+                f"weights must have shape {mu.shape[:-1]}, one weight per row of centroids "
+                f"(shape {tuple(mu.shape)}), got shape {tuple(w.shape)}"
+            )
+        w_np = np.asarray(w, np.float64)
+        if np.any(w_np < 0):
+            raise ValueError(f"weights must be >= 0, got weights={w_np!r}")
+        if np.any(np.abs(w_np.sum(axis=-1) - 1.0) > 1e-5):
+            raise ValueError(f"weights must sum to 1, got weights={w_np!r} with sum {w_np.sum(axis=-1)!r}")
+        if mu.ndim == 2:
+            sigma = v.positive_finite("sigma", self.sigma)
+        else:  # a stack of mixtures (leading axes on every field), as jax.tree.map builds
+            sigma = v.real_array("sigma", self.sigma)
+            if sigma.shape != mu.shape[:-2] or not v.holds(lambda a: jnp.all(a > 0), sigma):
+                raise ValueError(f"sigma of a stack of mixtures must have shape {mu.shape[:-2]} and be > 0, got sigma={sigma!r}")
+        object.__setattr__(self, "weights", w)
+        object.__setattr__(self, "centroids", mu)
+        object.__setattr__(self, "sigma", sigma)
 
     @property
     def K(self) -> int:
         """Number of components."""
-        return self.centroids.shape[0]
+        return self.centroids.shape[-2]
 
     @property
     def d(self) -> int:
         """Dimension of the tokens."""
-        return self.centroids.shape[1]
+        return self.centroids.shape[-1]
 
     @property
     def mean(self) -> Float[Array, "d"]:
         """The mixture mean sum_c pi_c mu_c."""
         return self.weights @ self.centroids
 
+    @property
+    def log_weights(self) -> Float[Array, "K"]:
+        """(K,) log pi_c, with a zero weight read as the smallest normal float32 (log about
+        -87), so that differences of log-weights stay finite."""
+        return jnp.log(jnp.maximum(self.weights, jnp.finfo(jnp.float32).tiny))
+
     def centred(self) -> "GaussianMixture":
         """The same mixture shifted so that its mean is zero (chapter "Beyond the paper")."""
         return GaussianMixture(self.weights, self.centroids - self.mean, self.sigma)
 
 
-jax.tree_util.register_pytree_node(
-    GaussianMixture,
-    lambda m: ((m.weights, m.centroids, m.sigma), None),
-    lambda _, c: _unchecked_mixture(*c),
+jax.tree_util.register_dataclass(
+    GaussianMixture, data_fields=["weights", "centroids", "sigma"], meta_fields=[]
 )
 
 
-def _unchecked_mixture(weights, centroids, sigma) -> GaussianMixture:
-    """Rebuild a mixture from traced leaves without validation (pytree unflatten)."""
-    m = object.__new__(GaussianMixture)
-    object.__setattr__(m, "weights", weights)
-    object.__setattr__(m, "centroids", centroids)
-    object.__setattr__(m, "sigma", sigma)
-    return m
-
-
-def _weights(K: int, weights) -> jnp.ndarray:
+def _weights(K: int, weights) -> jax.Array:
     if weights is None:
         return jnp.full((K,), 1.0 / K)
-    return jnp.asarray(weights, dtype=jnp.float32)
+    return v.real_array("weights", weights)
+
+
+def _orthogonal_sizes(K, d) -> tuple[int, int]:
+    K = v.positive_int("K", K)
+    d = v.positive_int("d", d)
+    if K > d:
+        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
+    return K, d
 
 
 def orthogonal_mixture(
     K: int = 2, d: int = 5, r: float = 2.0, sigma: float = 0.5, weights=None
 ) -> GaussianMixture:
-    """The default mixture of the book: centroids mu_c = r e_c (THEORY.md section 1).
+    """The default mixture of the book: centroids mu_c = r e_c (chapters/mixtures.md,
+    def-mixture).
 
     Args:
         K: number of components, 1 <= K <= d.
-        d: dimension.
+        d: dimension, >= 1.
         r: norm of every centroid, > 0; the separation is r / sigma.
         sigma: noise standard deviation, > 0.
         weights: (K,) mixing weights; equal when None.
+
+    Returns:
+        The ``GaussianMixture``.
+
+    Raises:
+        ValueError: K, d, r, sigma or weights out of range (named in the message).
+        TypeError: r, sigma or weights not real numbers.
     """
-    K = v.positive_int("K", K)
-    d = v.positive_int("d", d)
-    if K > d:
-        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
-    v.positive_finite("r", r)
+    K, d = _orthogonal_sizes(K, d)
+    r = v.positive_finite("r", r)
     return GaussianMixture(_weights(K, weights), r * jnp.eye(K, d), sigma)
 
 
@@ -134,25 +160,63 @@ def _sample_labels_and_noise(key, weights, n_prompts, L, d):
     return labels, noise
 
 
+def _finite_tokens(X, *names):
+    """Raise when drawn tokens overflow float32 (huge r or sigma)."""
+    if not v.is_tracer(X) and not v.holds(lambda a: jnp.all(jnp.isfinite(a)), X):
+        raise ValueError(f"{' and '.join(names)} are too large: the tokens overflow float32 (|x| <= {v.F32_MAX:.3g})")
+
+
 def sample(
     key: PRNGKeyArray, mixture: GaussianMixture, n_prompts: int, L: int
 ) -> tuple[Float[Array, "n L d"], Int[Array, "n L"]]:
     """Draw ``n_prompts`` prompts of ``L`` tokens from one fixed mixture.
 
+    Args:
+        key: a JAX PRNG key (``jax.random.key`` or ``jax.random.PRNGKey``).
+        mixture: the ``GaussianMixture``.
+        n_prompts: number of prompts, >= 1.
+        L: tokens per prompt, >= 1.
+
     Returns:
         X: (n_prompts, L, d) tokens; labels: (n_prompts, L) the component of each token.
+
+    Raises:
+        TypeError: key is not a PRNG key, mixture not a GaussianMixture.
+        ValueError: n_prompts or L not an integer >= 1, or tokens beyond float32's range.
     """
+    key = v.prng_key("key", key)
+    v.instance("mixture", mixture, GaussianMixture)
     n_prompts = v.positive_int("n_prompts", n_prompts)
     L = v.positive_int("L", L)
     labels, noise = _sample_labels_and_noise(key, mixture.weights, n_prompts, L, mixture.d)
     X = mixture.centroids[labels] + mixture.sigma * noise
+    _finite_tokens(X, "mixture.centroids", "mixture.sigma")
     return X, labels
 
 
 def random_orthogonal_centroids(
     key: PRNGKeyArray, n: int, K: int, d: int, r: float
 ) -> Float[Array, "n K d"]:
-    """``n`` sets of K orthogonal directions in R^d (Haar-random), each scaled to norm r."""
+    """``n`` sets of K orthogonal directions in R^d (Haar-random), each scaled to norm r.
+
+    Args:
+        key: a JAX PRNG key.
+        n: number of sets, >= 1.
+        K: directions per set, 1 <= K <= d.
+        d: dimension, >= 1.
+        r: norm of every direction, > 0.
+
+    Returns:
+        (n, K, d) centroids; within a set, rows are orthogonal with norm r.
+
+    Raises:
+        TypeError: key is not a PRNG key, r not a real number.
+        ValueError: n, K, d or r out of range (named in the message).
+    """
+    key = v.prng_key("key", key)
+    n = v.positive_int("n", n)
+    K, d = _orthogonal_sizes(K, d)
+    r = v.positive_finite("r", r)
     G = jax.random.normal(key, (n, d, K))
     Q, R = jnp.linalg.qr(G)
     # Fix the sign ambiguity of QR so that the directions are Haar-distributed.
@@ -171,27 +235,38 @@ def sample_in_context(
     weights=None,
     kind: str = "orthogonal",
 ) -> tuple[Float[Array, "n L d"], Int[Array, "n L"], Float[Array, "n K d"]]:
-    """Prompts whose centroids are drawn afresh for every prompt (THEORY.md section 1, 6).
+    """Prompts whose centroids are drawn afresh for every prompt (chapters/mixtures.md, and
+    chapter "In-context quantization with identity attention", chapters/quantization.md).
 
     Args:
+        key: a JAX PRNG key.
+        K: components per prompt, >= 1 (<= d when ``kind`` is "orthogonal").
+        d: dimension, >= 1.
+        r: centroid norm (root mean square norm for "gaussian"), > 0.
+        sigma: noise standard deviation, > 0.
+        n_prompts: number of prompts, >= 1.
+        L: tokens per prompt, >= 1.
+        weights: (K,) mixing weights; equal when None.
         kind: "orthogonal" (K random orthogonal directions times r, needs K <= d) or
             "gaussian" (centroids i.i.d. N(0, r^2/d I_d), so that E||mu||^2 = r^2).
 
     Returns:
         X: (n_prompts, L, d); labels: (n_prompts, L); centroids: (n_prompts, K, d).
+
+    Raises:
+        TypeError: key is not a PRNG key; r, sigma or weights not real numbers.
+        ValueError: an argument out of range (named in the message).
     """
+    key = v.prng_key("key", key)
     K = v.positive_int("K", K)
     d = v.positive_int("d", d)
     n_prompts = v.positive_int("n_prompts", n_prompts)
     L = v.positive_int("L", L)
-    v.positive_finite("r", r)
-    v.positive_finite("sigma", sigma)
-    w = _weights(K, weights)
-    GaussianMixture(w, jnp.zeros((K, d)), sigma)  # validates the weights
+    r = v.positive_finite("r", r)
+    sigma = v.positive_finite("sigma", sigma)
+    w = GaussianMixture(_weights(K, weights), jnp.zeros((K, d)), sigma).weights  # validates the weights
     k_mu, k_rest = jax.random.split(key)
     if kind == "orthogonal":
-        if K > d:
-            raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
         mus = random_orthogonal_centroids(k_mu, n_prompts, K, d, r)
     elif kind == "gaussian":
         mus = jax.random.normal(k_mu, (n_prompts, K, d)) * (r / np.sqrt(d))
@@ -199,4 +274,36 @@ def sample_in_context(
         raise ValueError(f"kind must be 'orthogonal' or 'gaussian', got kind={kind!r}")
     labels, noise = _sample_labels_and_noise(k_rest, w, n_prompts, L, d)
     X = jnp.take_along_axis(mus, labels[..., None], axis=1) + sigma * noise
+    _finite_tokens(X, "r", "sigma")
     return X, labels, mus
+
+
+# Mixtures of the chapter "Beyond the paper" (chapters/beyond.md): other geometries.
+
+
+def angled_mixture(
+    angle: float, r: float = 2.0, sigma: float = 0.5, d: int = 5, weights=None
+) -> GaussianMixture:
+    """Two centroids of norm r at angle ``angle`` (radians, in (0, pi]):
+    mu_1 = r e_1, mu_2 = r (cos(angle) e_1 + sin(angle) e_2). angle = pi/2 is the book's
+    default mixture, angle = pi the antipodal (centred) one."""
+    v.positive_finite("angle", angle)
+    if angle > np.pi + 1e-12:
+        raise ValueError(f"angle must be in (0, pi], got angle={angle!r}")
+    d = v.positive_int("d", d, minimum=2)
+    v.positive_finite("r", r)
+    mu = np.zeros((2, d))
+    mu[0, 0] = r
+    mu[1, 0], mu[1, 1] = r * np.cos(angle), r * np.sin(angle)
+    w = np.full(2, 0.5) if weights is None else np.asarray(weights, float)
+    return GaussianMixture(jnp.asarray(w), jnp.asarray(mu), sigma)
+
+
+def plusminus_mixture(r: float = 2.0, sigma: float = 0.5, d: int = 5) -> GaussianMixture:
+    """K = 4 equal-weight centroids +-r e_1, +-r e_2: mean zero, and the two heads' targets
+    (the lines e_1 and e_2) are orthogonal (``symbolic`` setting "plusminus")."""
+    d = v.positive_int("d", d, minimum=2)
+    v.positive_finite("r", r)
+    mu = np.zeros((4, d))
+    mu[0, 0], mu[1, 0], mu[2, 1], mu[3, 1] = r, -r, r, -r
+    return GaussianMixture(jnp.full((4,), 0.25), jnp.asarray(mu), sigma)

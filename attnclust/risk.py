@@ -1,5 +1,5 @@
-"""Risks of the two-head layer (THEORY.md section 3 and 4; chapter "The two-head layer and
-its population risk").
+"""Risks of the two-head layer (chapter "The two-head layer and its population risk",
+chapters/population_risk.md, {prf:ref} labels def-risks and prop-rinf).
 
 - ``empirical_risk``: the finite-L risk R_L estimated on a batch of prompts.
 - ``population_risk``: the large-L risk R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2 by
@@ -11,6 +11,9 @@ its population risk").
   one-dimensional Gaussian integrals (the h = h' terms) and two-dimensional ones (pairs),
   whatever H and d are; each is computed by a tensor Gauss-Hermite rule.
 - ``population_risk_mc``: the same expectation by Monte Carlo, for checking.
+
+Checks under a user's own ``jit``: shapes and dtypes are still checked; values (NaN or inf,
+the range of ``lam``, a risk that overflows float32) are not.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from . import _validate as v
-from .attention import _check_tokens, _two_head
-from .limits import head_coefficients, head_output_limit
+from .attention import _two_head
+from .limits import _head_coefficients, _head_output_limit
 from .mixture import GaussianMixture, sample
 
 
@@ -34,10 +37,27 @@ def empirical_risk(
     theta: Float[Array, "H d"], X: Float[Array, "*batch L d"], lam: float
 ) -> Float[Array, ""]:
     """Mean over prompts and tokens of ||x_l - T(X)_l||^2: an unbiased estimate of R_L
-    (tokens are exchangeable, so every position estimates E||x_1 - T(X)_1||^2)."""
-    _check_tokens(X, theta)
-    v.positive_finite("lam", lam)
-    return _risk_from_outputs(X, _two_head(theta, X, lam))
+    (chapters/population_risk.md, def-risks; tokens are exchangeable, so every position
+    estimates E||x_1 - T(X)_1||^2).
+
+    Args:
+        theta: (H, d) heads, finite.
+        X: (``*batch``, L, d) prompts, finite; lists are converted.
+        lam: temperature, > 0 and finite in float32.
+
+    Returns:
+        A float32 scalar.
+
+    Raises:
+        TypeError: an argument that is not real numbers.
+        ValueError: wrong shapes (naming theta or X), NaN or inf, a bad lam, or a risk
+            that overflows float32 (theta or X too large). Under ``jit`` only the shape
+            checks run.
+    """
+    theta = v.heads("theta", theta)
+    X = v.tokens("X", X, d=theta.shape[1])
+    lam = v.positive_finite("lam", lam)
+    return v.finite_result(_risk_from_outputs(X, _two_head(theta, X, lam)), "theta and X are")
 
 
 def _gauss_hermite(n: int):
@@ -66,7 +86,7 @@ def _population_risk(theta, mixture, lam, n_nodes: int):
         m = theta @ mu  # (H,) means of the projections P_h
         # one-dimensional integrals, P_h = m_h + sigma ||theta_h|| g
         P = m + sigma * a * g[:, None]  # (n, H)
-        coef = head_coefficients(P, theta, mixture, lam)
+        coef = _head_coefficients(P, theta, mixture, lam)
         e_coef_p = w @ (coef * P)  # (H,)
         e_coef_sq = w @ coef**2  # (H,)
         # two-dimensional integrals over pairs (h, h'), Cholesky factor of their covariance
@@ -74,9 +94,9 @@ def _population_risk(theta, mixture, lam, n_nodes: int):
         P1 = jnp.broadcast_to(P1, (g1.shape[0],) + G.shape)
         P2 = m[None, :] + sigma * (b * g1[:, None, None] + e * g2[:, None, None])
         c1 = jnp.swapaxes(
-            head_coefficients(jnp.swapaxes(P1, -1, -2), theta, mixture, lam), -1, -2
+            _head_coefficients(jnp.swapaxes(P1, -1, -2), theta, mixture, lam), -1, -2
         )
-        c2 = head_coefficients(P2, theta, mixture, lam)
+        c2 = _head_coefficients(P2, theta, mixture, lam)
         e_cross = jnp.einsum("n,nij->ij", w2, c1 * c2)  # (H, H)
         e_norm = mu @ mu + mixture.d * sigma**2
         return e_norm - 2 * e_coef_p.sum() + sq @ e_coef_sq + jnp.sum(off * G * e_cross)
@@ -90,29 +110,62 @@ _population_risk_jit = jax.jit(_population_risk, static_argnums=3)
 def population_risk(
     theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n_nodes: int = 40
 ) -> Float[Array, ""]:
-    """R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2, z from the mixture (THEORY.md section 4).
+    """R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2, z from the mixture
+    (chapters/population_risk.md, def-risks and prop-rinf).
 
     Computed by Gauss-Hermite quadrature with ``n_nodes`` per dimension over the 1-D and
     2-D Gaussian laws of the projections <theta_h, z>; differentiable in theta (jax.grad).
     The integrand is smooth, so the rule converges geometrically: 40 nodes agree with 80 to
     float32 precision for the book's settings (tested).
+
+    Args:
+        theta: (H, d) heads, finite.
+        mixture: the ``GaussianMixture``, of dimension d.
+        lam: temperature, > 0 and finite in float32.
+        n_nodes: quadrature nodes per dimension, an integer >= 2.
+
+    Returns:
+        A float32 scalar.
+
+    Raises:
+        TypeError: mixture not a GaussianMixture, or theta or lam not real numbers.
+        ValueError: theta not (H, d) with the mixture's d, NaN or inf in theta, a bad lam
+            or n_nodes, or a risk that overflows float32 (theta or lam too large). Under
+            ``jit`` only the shape checks run.
     """
-    t_shape = jnp.shape(theta)
-    if len(t_shape) != 2:
-        raise ValueError(f"theta must have shape (H, d), got shape {t_shape}")
-    v.same_dim("theta", t_shape[1], "mixture", mixture.d)
-    v.finite_array("theta", theta)
-    v.positive_finite("lam", lam)
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    lam = v.positive_finite("lam", lam)
     n_nodes = v.positive_int("n_nodes", n_nodes, minimum=2)
-    return _population_risk_jit(jnp.asarray(theta, jnp.float32), mixture, lam, n_nodes)
+    return v.finite_result(_population_risk_jit(theta, mixture, lam, n_nodes), "theta or lam is")
 
 
 def population_risk_mc(
     key: PRNGKeyArray, theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n: int
 ) -> Float[Array, ""]:
     """Monte Carlo estimate of R_inf from ``n`` draws of z; its standard error is about
-    std(||z - T(z)||^2) / sqrt(n)."""
+    std(||z - T(z)||^2) / sqrt(n).
+
+    Args:
+        key: a JAX PRNG key.
+        theta: (H, d) heads, finite.
+        mixture: the ``GaussianMixture``, of dimension d.
+        lam: temperature, > 0 and finite in float32.
+        n: number of draws, an integer >= 1.
+
+    Returns:
+        A float32 scalar.
+
+    Raises:
+        TypeError: key not a PRNG key, mixture not a GaussianMixture, or theta or lam not
+            real numbers.
+        ValueError: as ``population_risk``, or n not an integer >= 1.
+    """
+    key = v.prng_key("key", key)
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    lam = v.positive_finite("lam", lam)
     n = v.positive_int("n", n)
-    z, _ = sample(key, mixture, n, 1)
-    z = z[:, 0, :]
-    return jnp.mean(jnp.sum((z - head_output_limit(theta, z, mixture, lam)) ** 2, axis=-1))
+    z = sample(key, mixture, n, 1)[0][:, 0, :]
+    risk = jnp.mean(jnp.sum((z - _head_output_limit(theta, z, mixture, lam)) ** 2, axis=-1))
+    return v.finite_result(risk, "theta or lam is")

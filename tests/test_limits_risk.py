@@ -1,4 +1,6 @@
-"""Closed forms against sampling (THEORY.md sections 3, 4 and 6).
+"""Closed forms against sampling (chapters/attention.md, prop-head-limit;
+chapters/population_risk.md, def-risks and prop-rinf; chapters/quantization.md,
+prop-identity-limit).
 
 Tolerances are derived from the sample: a finite-L output is a ratio of two sample means,
 so independent prompts give independent estimates whose spread measures its error; we

@@ -1,4 +1,4 @@
-"""Measures of THEORY.md section 7."""
+"""Measures of chapters/mixtures.md (def-distortion): alignment, assignments, distortion, ARI."""
 
 import jax
 import jax.numpy as jnp

@@ -96,7 +96,7 @@ def test_training_loss_gradient_matches_reference_layer(key):
     one through the formula, at the default mixture."""
     m = ac.orthogonal_mixture()
     X, _ = ac.sample(key, m, 4, 20)
-    theta = ac.init_theta(jax.random.fold_in(key, 1), m, kind="near")
+    theta = ac.init_theta(jax.random.fold_in(key, 1), m, init="near")
 
     def risk(pool, theta, X):
         P = jnp.swapaxes(X @ theta.T, -1, -2)
