@@ -31,7 +31,7 @@ SCHEMA = 1
 """Version of the results file layout; bump when a required key changes."""
 
 OPS = (">=", "<=")
-"""Comparisons a goal may use: the measured value must be >= or <= the target."""
+"""The comparisons a goal may use (the measured value must be >= or <= the target)."""
 
 GOALS: dict[str, dict[str, Any]] = {
     "fit_many_vs_torch": {"op": ">=", "target": 5.0},

@@ -1,11 +1,13 @@
-"""Stationary points of the large-L risk and the finite-L gap (THEORY.md sections 3-5;
-chapter "The two-head layer and its population risk").
+"""Stationary points of the large-L risk and the finite-L gap; chapter "The two-head layer
+and its population risk" (chapters/population_risk.md: R_inf in closed form, prop-rinf; the
+gradient and its fixed-point form, prop-gradient; the aligned manifold, prop-aligned; how
+fast R_L approaches R_inf).
 
 - ``value_grad_hess``: R_inf, its gradient and its Hessian (``jax.grad`` / ``jax.hessian``
   of the quadrature risk), compiled once per mixture shape and reused for every point.
 - ``newton_stationary``: Newton's method on grad R_inf = 0. Newton converges to the
   stationary point nearest its start whatever its index, so it finds saddles as well as
-  minima; ``classify`` names the point from the Hessian's eigenvalues.
+  minima; ``critical_point_kind`` names the point from the Hessian's eigenvalues.
 - ``head_gradient`` and ``fixed_point_map``: the gradient of ||z - T(z)||^2 with respect to
   each theta_h written out by hand (the chapter derives it), averaged over given queries,
   and the fixed-point form of the stationarity condition.
@@ -28,15 +30,17 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from . import _validate as v
 from ._numerics import softmax_small
-from .limits import _log_weights, head_coefficients
+from .limits import head_coefficients
 from .mixture import GaussianMixture, sample
-from .risk import _population_risk
+from .risk import population_risk
 
 __all__ = [
     "value_grad_hess",
     "StationaryPoint",
     "newton_stationary",
-    "classify",
+    "critical_point_kind",
+    "risk_and_grad",
+    "large_L_minimiser",
     "head_gradient",
     "fixed_point_map",
     "risk_gap",
@@ -46,7 +50,7 @@ __all__ = [
 
 @partial(jax.jit, static_argnums=3)
 def _vgh(theta, mixture, lam, n_nodes):
-    f = lambda t: _population_risk(t, mixture, lam, n_nodes)  # noqa: E731
+    f = lambda t: population_risk(t, mixture, lam, n_nodes)  # noqa: E731  (checks skip tracers)
     value, grad = jax.value_and_grad(f)(theta)
     return value, grad, jax.hessian(f)(theta)
 
@@ -68,11 +72,11 @@ def value_grad_hess(
     return float(value), np.asarray(grad, np.float64), np.asarray(hess, np.float64).reshape(n, n)
 
 
-def classify(eigenvalues: np.ndarray, tol: float = 1e-3) -> str:
+def critical_point_kind(eigenvalues: np.ndarray, tol: float = 1e-3) -> str:
     """Name a stationary point from its Hessian eigenvalues: "local minimum" (all > tol),
     "local maximum" (all < -tol), "saddle" (some < -tol and some > tol), else
-    "degenerate minimum" (none < -tol, some |.| <= tol: flat directions, for instance a
-    continuous symmetry of the mixture) or "degenerate"."""
+    "degenerate minimum" (none < -tol, some of absolute value <= tol: flat directions, for
+    instance a continuous symmetry of the mixture) or "degenerate"."""
     ev = np.asarray(eigenvalues, float)
     neg, pos = np.any(ev < -tol), np.any(ev > tol)
     if neg and pos:
@@ -93,7 +97,7 @@ class StationaryPoint:
         risk: R_inf(theta).
         grad_norm: ||grad R_inf(theta)|| (Frobenius) at the returned point.
         eigenvalues: the Hessian's eigenvalues, ascending.
-        kind: ``classify(eigenvalues)``.
+        kind: ``critical_point_kind(eigenvalues)``.
         iterations: Newton steps taken.
     """
 
@@ -106,7 +110,7 @@ class StationaryPoint:
 
     @property
     def index(self) -> int:
-        """Number of negative Hessian eigenvalues (below -1e-3): 0 at a minimum."""
+        """The number of negative Hessian eigenvalues (below -1e-3), 0 at a minimum."""
         return int(np.sum(self.eigenvalues < -1e-3))
 
 
@@ -142,7 +146,7 @@ def newton_stationary(
         risk=value,
         grad_norm=float(np.linalg.norm(g)),
         eigenvalues=ev,
-        kind=classify(ev),
+        kind=critical_point_kind(ev),
         iterations=it,
     )
 
@@ -159,7 +163,7 @@ def _head_terms(theta, z, mixture, lam):
     mu = mixture.centroids  # (K, d)
     m = theta @ mu.T  # (H, K)
     s = lam * (z @ theta.T)  # (n, H)
-    alpha = softmax_small(_log_weights(mixture), m, s)  # (n, H, K)
+    alpha = softmax_small(mixture.log_weights, m, s)  # (n, H, K)
     sq = jnp.sum(theta**2, axis=-1)  # (H,)
     mean_m = jnp.sum(alpha * m, axis=-1)  # (n, H)
     var_m = jnp.sum(alpha * m**2, axis=-1) - mean_m**2
@@ -272,7 +276,7 @@ def risk_gap(
         raise ValueError(f"every L must divide max(Ls)={Lmax}, got Ls={Ls.tolist()}")
     v.positive_finite("lam", lam)
     theta = jnp.asarray(theta, jnp.float32)
-    r_inf = float(_population_risk(theta, mixture, jnp.float32(lam), n_nodes))
+    r_inf = float(population_risk(theta, mixture, lam, n_nodes))
     n = max(2, int(n_tokens) // Lmax)
     X, _ = sample(key, mixture, n, Lmax)
     gaps, ses, ns = [], [], []
@@ -287,8 +291,9 @@ def risk_gap(
 
 
 def loglog_slope(x: np.ndarray, y: np.ndarray, se: np.ndarray | None = None) -> tuple[float, float]:
-    """Slope of log|y| against log x by weighted least squares (weights from the standard
-    errors of y, propagated to log: se / |y|); returns (slope, standard error of slope)."""
+    """Slope of ``log |y|`` against ``log x`` by weighted least squares (weights from the
+    standard errors of y, propagated to log: ``se / |y|``); returns (slope, standard error
+    of slope)."""
     x, y = np.asarray(x, float), np.abs(np.asarray(y, float))
     lx, ly = np.log(x), np.log(y)
     w = np.ones_like(lx) if se is None else (y / np.asarray(se, float)) ** 2
@@ -300,3 +305,41 @@ def loglog_slope(x: np.ndarray, y: np.ndarray, se: np.ndarray | None = None) -> 
     dof = max(len(x) - 2, 1)
     scale = max(float(resid @ W @ resid) / dof, 1.0) if se is not None else float(resid @ resid) / dof
     return float(beta[0]), float(np.sqrt(cov[0, 0] * scale))
+
+
+@jax.jit
+def _risk_and_grad(theta, mixture, lam):
+    return jax.value_and_grad(lambda t: population_risk(t, mixture, lam))(theta)
+
+
+def risk_and_grad(
+    theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float
+) -> tuple[Float[Array, ""], Float[Array, "H d"]]:
+    """R_inf(theta) and its gradient (H, d) (``population_risk`` and ``jax.grad`` of it, one
+    compilation per mixture shape): the large-L risk and its slope at a point, for instance
+    a trained theta (chapter "Beyond the paper")."""
+    theta = jnp.asarray(theta, jnp.float32)
+    population_risk(theta, mixture, lam)  # validates theta, mixture and lam
+    return _risk_and_grad(theta, mixture, jnp.float32(lam))
+
+
+def large_L_minimiser(
+    theta0: Float[Array, "H d"], mixture: GaussianMixture, lam: float = 1.0, tol: float = 1e-6
+) -> tuple[np.ndarray, float]:
+    """Local minimiser of the large-L risk ``ac.population_risk`` (quadrature, isotropic
+    mixtures only) reached by BFGS from ``theta0`` (e.g. a trained theta): (theta, R_inf).
+    Compares a finite-L training result with the large-L answer for the same mixture."""
+    from scipy.optimize import minimize
+
+    v.positive_finite("lam", lam)
+    theta0 = np.asarray(theta0, np.float64)
+    if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
+        raise ValueError(f"theta0 must have shape (H, d={mixture.d}), got {theta0.shape}")
+    shape = theta0.shape
+
+    def fun(x):
+        val, grad = _risk_and_grad(jnp.asarray(x.reshape(shape), jnp.float32), mixture, float(lam))
+        return float(val), np.asarray(grad, np.float64).reshape(-1)
+
+    res = minimize(fun, theta0.reshape(-1), jac=True, method="BFGS", options={"gtol": tol, "maxiter": 500})
+    return res.x.reshape(shape), float(res.fun)

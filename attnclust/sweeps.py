@@ -55,8 +55,8 @@ ALIGNED, BETWEEN, OTHER = 0, 1, 2
 CLASS_NAMES = ("aligned", "between", "other")
 
 LAMS_TILT = (0.25, 0.5, 1.0, 2.0, 4.0)
-"""Temperatures of the tilt experiment (the range of ``symbolic.tilt_branch`` quoted in
-THEORY.md)."""
+"""Temperatures of the tilt experiment (the range of ``symbolic.tilt_branch`` quoted in the
+chapter "Training dynamics", chapters/training_dynamics.md)."""
 
 
 def budget(size: str) -> Budget:
@@ -72,7 +72,7 @@ def scaled_lr(lr: float, d: int, d0: int = 5) -> float:
     Adam moves every coordinate by about ``lr`` per step whatever the size of its gradient,
     so the d - K coordinates orthogonal to the centroids, whose gradients are pure sampling
     noise, jitter with a total norm of about ``lr * sqrt(d - K)``. Scaling ``lr`` by
-    ``1/sqrt(d)`` keeps that jitter, and so the loss of |cos| it causes, the same across
+    ``1/sqrt(d)`` keeps that jitter, and so the loss of ``|cos|`` it causes, the same across
     dimensions."""
     if d < 1 or d0 < 1:
         raise ValueError(f"d and d0 must be >= 1, got d={d}, d0={d0}")
@@ -115,13 +115,26 @@ def run_seeds(
 ) -> FitResult:
     """All seeds of one setting in one ``fit_many`` call (cached per process).
 
-    The mixture is ``orthogonal_mixture(K, d, r, sigma)``; ``lam`` is a scalar or one value
-    per seed (a sweep in the same compiled call); ``lr``, ``steps``, ``seeds`` and ``L``
-    default to the budget of ``size``. The keys are ``jax.random.split(PRNGKey(seed),
-    seeds // repeat_keys)`` repeated ``repeat_keys`` times, so that with ``repeat_keys`` > 1
-    runs ``i`` and ``i + seeds // repeat_keys`` share their initial heads and batches (a
-    temperature sweep then compares like with like). Runs with the same budget, shapes
-    and learning rate reuse one compiled program.
+    The keys are ``jax.random.split(PRNGKey(seed), seeds // repeat_keys)`` repeated
+    ``repeat_keys`` times, so that with ``repeat_keys`` > 1 runs ``i`` and
+    ``i + seeds // repeat_keys`` share their initial heads and batches (a temperature sweep
+    then compares like with like). Runs with the same budget, shapes and learning rate
+    reuse one compiled program.
+
+    Args:
+        size: the budget, "small" or "full" (``BUDGETS``).
+        K, d, r, sigma: the mixture ``orthogonal_mixture(K, d, r, sigma)``.
+        lam: the temperature, or a tuple of one per seed (a sweep in the same compiled call).
+        init: the initialisation regime, one of ``INITS``.
+        seed: the integer seed of the keys.
+        lr, steps, seeds, L: the budget's values when None.
+        repeat_keys: how many times the keys are repeated; divides ``seeds``.
+
+    Returns:
+        The ``FitResult`` of ``fit_many``, with a leading seed axis S = ``seeds``.
+
+    Raises:
+        ValueError: a bad ``size``, ``init``, ``lam`` length or ``repeat_keys``.
     """
     b = budget(size)
     if init not in INITS:
@@ -138,10 +151,18 @@ def run_seeds(
 
 
 def tail_average(result: FitResult, frac: float = 0.25) -> np.ndarray:
-    """(..., H, d): the heads averaged over the last ``frac`` of the records (Polyak-Ruppert
+    """The heads averaged over the last ``frac`` of the records (Polyak-Ruppert
     averaging), which removes most of the optimiser's jitter from a converged run. Each
     recorded head is first given the sign of the final head (a head and its negative are
-    the same head), so that a sign change in the window does not cancel the average."""
+    the same head), so that a sign change in the window does not cancel the average.
+
+    Args:
+        result: a ``FitResult`` with ``thetas`` ``(..., n_records, H, d)``.
+        frac: the fraction of the records averaged, in (0, 1].
+
+    Returns:
+        ``(..., H, d)`` float64 averaged heads.
+    """
     if not 0 < frac <= 1:
         raise ValueError(f"frac must be in (0, 1], got frac={frac}")
     thetas = np.asarray(result.thetas, dtype=np.float64)
@@ -154,12 +175,23 @@ def tail_average(result: FitResult, frac: float = 0.25) -> np.ndarray:
 
 def classify(theta, centroids, aligned: float = 0.95, in_span: float = 0.9,
              between: tuple[float, float] = (0.42, 0.91)) -> np.ndarray:
-    """Sort final heads (..., H, d) into ``ALIGNED`` (every head's matched |cos| >= ``aligned``),
-    ``BETWEEN`` (not aligned; every head lies in the span of the centroids, the norm of its
-    projection there being >= ``in_span`` times its norm, and has |cos| within ``between``
-    with every centroid: for K = 2, within about 20 degrees of a bisector) and ``OTHER``
-    (anything else: a head out of that plane, vanished, or still on its way). Returns int
-    codes (...)."""
+    """Sort final heads into ``ALIGNED``, ``BETWEEN`` and ``OTHER`` (chapter "Training
+    dynamics", def-training-runs).
+
+    ``ALIGNED``: every head's matched ``|cos|`` >= ``aligned``. ``BETWEEN``: not aligned;
+    every head lies in the span of the centroids (the norm of its projection there is >=
+    ``in_span`` times its norm) and has ``|cos|`` within ``between`` with every centroid
+    (for K = 2, within about 20 degrees of a bisector). ``OTHER``: anything else (a head out
+    of that plane, vanished, or still on its way).
+
+    Args:
+        theta: ``(..., H, d)`` heads.
+        centroids: ``(K, d)`` centroids.
+        aligned, in_span, between: the thresholds above.
+
+    Returns:
+        ``(...)`` int codes.
+    """
     theta = np.asarray(theta, dtype=np.float64)
     mu = np.asarray(centroids, dtype=np.float64)
     al = alignment(theta, mu).min(axis=-1)
@@ -256,7 +288,7 @@ def lam_per_seed(size: str = "small") -> tuple[float, ...]:
 
 
 def tilt_vs_lam(size: str = "small") -> tuple[np.ndarray, np.ndarray]:
-    """Measured tilt: (lam per seed, tail-averaged matched |cos| per seed and head) from one
+    """Measured tilt: (lam per seed, tail-averaged matched ``|cos|`` per seed and head) from one
     ``fit_many`` call with one temperature per seed, started near the centroids (the tilt
     is a property of the minimiser, so the runs start next to it)."""
     lams = lam_per_seed(size)
@@ -267,8 +299,16 @@ def tilt_vs_lam(size: str = "small") -> tuple[np.ndarray, np.ndarray]:
 
 
 def steps_to(result: FitResult, centroids, level: float = 0.9) -> np.ndarray:
-    """(S,): the first recorded step at which every head's matched |cos| reaches ``level``
-    (NaN for a seed that never does)."""
+    """The first recorded step at which every head's matched ``|cos|`` reaches ``level``.
+
+    Args:
+        result: a ``FitResult`` of S seeds (``thetas`` ``(S, n_records, H, d)``).
+        centroids: ``(K, d)`` centroids.
+        level: the ``|cos|`` to reach.
+
+    Returns:
+        ``(S,)`` steps, NaN for a seed that never reaches ``level``.
+    """
     worst = alignment(result.thetas, centroids).min(axis=-1)  # (S, n_records)
     hit = worst >= level
     first = np.argmax(hit, axis=-1)
@@ -276,9 +316,17 @@ def steps_to(result: FitResult, centroids, level: float = 0.9) -> np.ndarray:
 
 
 def head_distance(theta, reference) -> np.ndarray:
-    """Distance from heads ``theta`` (..., H, d) to ``reference`` (H, d) up to what the layer
-    cannot see: the order of the heads and the sign of each head. Returns (...): the
-    minimum over permutations and signs of the Frobenius norm of the difference."""
+    """Distance from heads to reference heads up to what the layer cannot see: the order of
+    the heads and the sign of each head.
+
+    Args:
+        theta: ``(..., H, d)`` heads.
+        reference: ``(H, d)`` reference heads.
+
+    Returns:
+        ``(...)`` the minimum over permutations and signs of the Frobenius norm of the
+        difference.
+    """
     theta = np.asarray(theta, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
     H = ref.shape[0]

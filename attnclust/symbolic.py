@@ -8,19 +8,22 @@ is an expectation with no closed form, when quadrature agrees with an independen
 evaluation at random parameter values).  The chapters call the checks; the tests call
 them too and also hold the lambdified functions against the library's JAX numerics.
 
-Sections of ``THEORY.md`` and chapters:
+The chapters (and the labels of their results) that use each derivation:
 
-* Section 4, chapter "Attention as soft pooling": the Gaussian tilting lemma
-  (:func:`tilting_lemma`), the large-L head output (:func:`head_output_derivation`) and
-  the identity-layer limit (:func:`identity_limit_derivation`).
-* Section 5, chapter "The two-head layer and its population risk": the reduction of the
-  large-L risk to the aligned manifold (:func:`aligned_reduction`), its fixed point
-  (:func:`aligned_fixed_point`, :func:`aligned_branch`), and the gradient that leaves the
-  manifold (:func:`tilt_derivation`, :func:`tilt_gradient`, :func:`tilted_minimiser`).
-* Section 6, chapter "In-context quantization with identity attention": the exact
-  large-L distortion (:func:`distortion_exact`), its bound (:func:`distortion_bound`),
-  the bound's best temperature (:func:`best_lambda_bound`) and its scaling
-  (:func:`distortion_scaling`).
+* "Attention as soft pooling" (chapters/attention.md): the Gaussian tilting lemma
+  (:func:`tilting_lemma`, lem-tilting) and the large-L head output
+  (:func:`head_output_derivation`, prop-head-limit).
+* "The two-head layer and its population risk" (chapters/population_risk.md): the
+  reduction of the large-L risk to the aligned manifold (:func:`aligned_reduction`,
+  prop-aligned), its fixed point (:func:`aligned_fixed_point`, :func:`aligned_branch`),
+  and the gradient that leaves the manifold (:func:`tilt_derivation`,
+  :func:`tilt_gradient`, :func:`tilted_minimiser`; prop-gradient).
+* "In-context quantization with identity attention" (chapters/quantization.md): the
+  identity-layer limit (:func:`identity_limit_derivation`, prop-identity-limit), the exact
+  large-L distortion (:func:`distortion_exact`, prop-distortion-exact), its bound
+  (:func:`distortion_bound`, thm-distortion-bound), the bound's best temperature
+  (:func:`best_lambda_bound`) and its scaling (:func:`distortion_scaling`,
+  prop-distortion-scaling).
 
 Conventions: the mixture has K components with weights pi_c, centroids mu_c and common
 isotropic noise sigma; ``lam`` is the attention temperature lambda.  Gauss-Hermite
@@ -55,7 +58,7 @@ __all__ = [
     "IdentityLimitDerivation",
     "identity_limit_derivation",
     "check_identity_limit",
-    "identity_limit",
+    "identity_limit_float64",
     "AlignedReduction",
     "aligned_reduction",
     "check_aligned_reduction",
@@ -165,8 +168,9 @@ def _head_coef_expr(
     lam: sp.Expr,
     sigma: sp.Expr,
 ) -> sp.Expr:
-    """THEORY section 4: coef_h(z) = s sigma^2 ||theta||^2 + sum_c alpha_c(s) <theta, mu_c>,
-    s = lam <theta, z>, alpha(s) = softmax_c(log pi_c + s <theta, mu_c>)."""
+    """The head coefficient of prop-head-limit (chapters/attention.md):
+    coef_h(z) = s sigma^2 ||theta||^2 + sum_c alpha_c(s) <theta, mu_c>, s = lam <theta, z>,
+    alpha(s) = softmax_c(log pi_c + s <theta, mu_c>)."""
     s = lam * _dot(theta, z)
     m = [_dot(theta, mu) for mu in mus]
     alpha = _softmax_exprs([sp.log(w) + s * mc for w, mc in zip(weights, m)])
@@ -180,7 +184,7 @@ def _head_coef_expr(
 
 @dataclass(frozen=True)
 class TiltingLemma:
-    """Results of :func:`tilting_lemma` (THEORY section 4).
+    """Results of :func:`tilting_lemma` (lem-tilting, chapters/attention.md).
 
     ``mgf`` / ``tilted_mean`` are what ``sympy.integrate`` returns for E[e^{tu}] and
     E[u e^{tu}] / E[e^{tu}] with u ~ N(m, s^2); ``*_closed`` are the claimed closed forms.
@@ -203,7 +207,8 @@ class TiltingLemma:
 
 @functools.lru_cache(maxsize=None)
 def tilting_lemma() -> TiltingLemma:
-    """Gaussian tilting lemma, THEORY section 4; chapter "Attention as soft pooling".
+    """Gaussian tilting lemma; chapter "Attention as soft pooling" (chapters/attention.md,
+    lem-tilting).
 
     Derives with ``sympy.integrate`` that for u ~ N(m, s^2)
 
@@ -244,7 +249,7 @@ def tilting_lemma() -> TiltingLemma:
 
 def check_tilting_lemma() -> bool:
     """True iff SymPy simplifies (derived - closed) to 0 for the MGF, the tilted mean and
-    the two-component tilted weight (THEORY section 4)."""
+    the two-component tilted weight (lem-tilting, chapters/attention.md)."""
     L = tilting_lemma()
     ok_mgf = sp.simplify(L.mgf - L.mgf_closed) == 0
     ok_mean = sp.simplify(L.tilted_mean - L.tilted_mean_closed) == 0
@@ -259,7 +264,7 @@ def check_tilting_lemma() -> bool:
 
 @dataclass(frozen=True)
 class HeadOutputDerivation:
-    """Results of :func:`head_output_derivation` (THEORY section 4).
+    """Results of :func:`head_output_derivation` (prop-head-limit, chapters/attention.md).
 
     For u = <theta_h, x_k>, x_k ~ sum_c pi_c N(mu_c, sigma^2 I): u is the mixture
     sum_c pi_c N(m_c, S^2) with m_c = <theta_h, mu_c>, S^2 = sigma^2 ||theta_h||^2 (symbol
@@ -275,7 +280,8 @@ class HeadOutputDerivation:
 
 @functools.lru_cache(maxsize=None)
 def head_output_derivation() -> HeadOutputDerivation:
-    """Large-L head output, THEORY section 4; chapter "Attention as soft pooling".
+    """Large-L head output; chapter "Attention as soft pooling" (chapters/attention.md,
+    prop-head-limit).
 
     Head h's output for query z is theta_h * sum_k softmax_k(s u_k) u_k with
     s = lam <theta_h, z>, u_k = <theta_h, x_k>.  As L -> infinity the softmax average tends
@@ -324,7 +330,7 @@ def head_coefficient(
     sigma: float,
     lam: float,
 ) -> np.ndarray:
-    """coef_h(z) for every head (THEORY section 4), NumPy, general K.
+    """coef_h(z) for every head (prop-head-limit, chapters/attention.md), NumPy, general K.
 
     theta (H, d), z (..., d), centroids (K, d), weights (K,) -> (..., H):
     s sigma^2 ||theta_h||^2 + sum_c softmax_c(log pi_c + s <theta_h, mu_c>) <theta_h, mu_c>,
@@ -351,7 +357,8 @@ def head_output(
     sigma: float,
     lam: float,
 ) -> np.ndarray:
-    """Large-L layer output sum_h theta_h coef_h(z), (..., d) (THEORY section 4)."""
+    """Large-L layer output sum_h theta_h coef_h(z), (..., d) (prop-head-limit,
+    chapters/attention.md)."""
     return head_coefficient(theta, z, centroids, weights, sigma, lam) @ np.asarray(theta, float)
 
 
@@ -375,8 +382,9 @@ class IdentityLimitDerivation:
 
 @functools.lru_cache(maxsize=None)
 def identity_limit_derivation() -> IdentityLimitDerivation:
-    """Identity-layer limit, THEORY section 6; chapter "In-context quantization with
-    identity attention" (derivation uses the section-4 lemma).
+    """Identity-layer limit; chapter "In-context quantization with identity attention"
+    (chapters/quantization.md, prop-identity-limit; the derivation uses the tilting lemma,
+    lem-tilting).
 
     Q(z) = sum_k softmax_k(lam <z, x_k>) x_k tends to E[x e^{<t,x>}] / E[e^{<t,x>}] with
     t = lam z.  For x ~ N(mu, sigma^2 I) the coordinates are independent, so the MGF
@@ -437,10 +445,12 @@ def check_identity_limit() -> bool:
     return all(e == 0 for e in diff)
 
 
-def identity_limit(
+def identity_limit_float64(
     z: np.ndarray, centroids: np.ndarray, weights: np.ndarray, sigma: float, lam: float
 ) -> np.ndarray:
-    """Large-L identity attention (THEORY section 6), NumPy, general K and d:
+    """Large-L identity attention (prop-identity-limit, chapters/quantization.md) in NumPy
+    float64, for checks against the float32 library (``attnclust.identity_limit``, which takes
+    a ``GaussianMixture``); general K and d:
     z (..., d) -> lam sigma^2 z + sum_c softmax_c(log pi_c + lam <z, mu_c>) mu_c."""
     z = np.asarray(z, float)
     mu = np.asarray(centroids, float)
@@ -541,7 +551,8 @@ def _expect2(setting: Setting, fn: Callable, r: float, sigma: float, n: int, *pa
 
 @dataclass(frozen=True)
 class AlignedReduction:
-    """Results of :func:`aligned_reduction` (THEORY section 5, default mixture).
+    """Results of :func:`aligned_reduction` (prop-aligned, chapters/population_risk.md;
+    default mixture).
 
     ``integrand`` is ||z - T_1(z) - T_2(z)||^2 restricted to span(e_1, e_2) at
     theta_h = c_h e_h, built from the general head formula; ``separated`` is
@@ -569,8 +580,8 @@ class AlignedReduction:
 
 @functools.lru_cache(maxsize=None)
 def aligned_reduction() -> AlignedReduction:
-    """Aligned-manifold reduction, THEORY section 5; chapter "The two-head layer and its
-    population risk".
+    """Aligned-manifold reduction; chapter "The two-head layer and its population risk"
+    (chapters/population_risk.md, prop-aligned).
 
     Default mixture: K = H = 2, pi = (1/2, 1/2), mu_c = r e_c, heads theta_h = c_h e_h
     (= c_h mu_h / ||mu_h||).  Head 1 sees <theta_1, mu_1> = c_1 r, <theta_1, mu_2> = 0 and
@@ -667,7 +678,8 @@ def aligned_risk(
     c1: float, c2: float, lam: float, r: float, sigma: float, d: int = 5, n: int = 80
 ) -> float:
     """R_inf(c_1 e_1, c_2 e_2) = g(c_1) + g(c_2) + (d - 2) sigma^2 for the default mixture
-    (THEORY section 5), by Gauss-Hermite with n nodes per expectation."""
+    (prop-aligned, chapters/population_risk.md), by Gauss-Hermite with n nodes per
+    expectation."""
     A = aligned_reduction()
     return float(
         _expect_g(A.g_fn, c1, lam, r, sigma, n) + _expect_g(A.g_fn, c2, lam, r, sigma, n)
@@ -694,8 +706,8 @@ class AlignedFixedPoint:
 def aligned_fixed_point(
     lam: float, r: float, sigma: float, d: int = 5, n: int = 80, c_max: float = 4.0
 ) -> AlignedFixedPoint:
-    """Solve g'(c) = 0 on the aligned manifold (THEORY section 5; chapter "The two-head
-    layer and its population risk").
+    """Solve g'(c) = 0 on the aligned manifold (chapter "The two-head layer and its
+    population risk", chapters/population_risk.md, prop-aligned).
 
     Scans g'(c) on a grid in (0, c_max], brackets every sign change and refines it with
     ``scipy.optimize.brentq``; returns the root with the lowest g (the minimiser on the
@@ -731,7 +743,8 @@ def aligned_fixed_point(
 def aligned_branch(
     lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = 5, n: int = 80
 ) -> dict[str, np.ndarray]:
-    """Solution branch c*(lam) and R_inf(c*) over a grid of lam (THEORY section 5).
+    """Solution branch c*(lam) and R_inf(c*) over a grid of lam (prop-aligned,
+    chapters/population_risk.md).
 
     Returns arrays ``lam``, ``c`` (minimiser on the manifold), ``risk``, ``n_roots`` (how
     many stationary points the scan found) and ``cos_target`` = 1 (on the manifold, by
@@ -777,8 +790,8 @@ class TiltDerivation:
 
 @functools.lru_cache(maxsize=None)
 def tilt_derivation() -> TiltDerivation:
-    """Off-manifold gradient, THEORY section 5; chapter "The two-head layer and its
-    population risk".
+    """Off-manifold gradient; chapter "The two-head layer and its population risk"
+    (chapters/population_risk.md, prop-gradient and the section on the measured tilt).
 
     With theta_1 = c e_1 + eps v, theta_2 = c e_2, the risk gradient along v at eps = 0 is
     E[d/d eps ||z - T_1 - T_2||^2].  For v = e_3 (orthogonal to both centroids) the
@@ -875,7 +888,8 @@ def tilt_gradient(
     n: int = 60,
 ) -> float:
     """dR_inf/d eps at theta_1 = c u_1 + eps e_2, theta_2 on the manifold, eps = 0
-    (THEORY section 5), by 2-D Gauss-Hermite of the symbolic derivative.
+    (prop-gradient, chapters/population_risk.md), by 2-D Gauss-Hermite of the symbolic
+    derivative.
 
     ``setting`` selects the mixture (see module notes: ``default`` orthogonal centroids,
     ``antipodal`` the centred default mixture, ``plusminus`` K = 4 centroids +-r e_h);
@@ -889,7 +903,8 @@ def tilt_gradient(
 
 
 def inactive_leak(lam: float, r: float, sigma: float, c: float | None = None, n: int = 80) -> dict[str, float]:
-    """How much head 1 outputs on the other cluster (default mixture, THEORY section 5).
+    """How much head 1 outputs on the other cluster (default mixture; chapters/
+    population_risk.md, section on the measured tilt).
 
     ``leak`` = E_{z ~ N(mu_2, sigma^2 I)} <T_1(z), e_1> = E r c^2 logistic(lam r c^2 z_1)
     (the linear term has mean 0 there); ``leak_s0`` = c <theta_1, mean of the mixture>
@@ -907,7 +922,7 @@ def inactive_leak(lam: float, r: float, sigma: float, c: float | None = None, n:
 @dataclass(frozen=True)
 class TiltedMinimiser:
     """Minimiser of R_inf over the symmetric family theta_1 = (c, eps), theta_2 = (eps, c)
-    (default mixture): ``cos`` = |cos(theta_1, mu_1)|, ``risk`` includes (d - 2) sigma^2."""
+    (default mixture): ``cos`` = ``|cos(theta_1, mu_1)|``, ``risk`` includes (d - 2) sigma^2."""
 
     c: float
     eps: float
@@ -919,7 +934,8 @@ class TiltedMinimiser:
 def tilted_minimiser(
     lam: float, r: float, sigma: float, d: int = 5, n: int = 40
 ) -> TiltedMinimiser:
-    """Large-L minimiser off the manifold (THEORY section 5): minimises the 2-D quadrature
+    """Large-L minimiser off the manifold (chapters/population_risk.md, section on the
+    measured tilt): minimises the 2-D quadrature
     risk over (c, eps) with theta_1 = c e_1 + eps e_2, theta_2 = eps e_1 + c e_2 (the
     family is invariant under swapping the coordinates, which the default mixture is),
     starting at the aligned fixed point, using the symbolic gradient.  eps < 0 means each
@@ -949,9 +965,10 @@ def tilted_minimiser(
 def tilt_branch(
     lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = 5, n: int = 40
 ) -> dict[str, np.ndarray]:
-    """The tilt over a grid of lam (THEORY section 5): for each lam the aligned c*, the
-    off-manifold gradient there, and the unconstrained (symmetric-family) minimiser's
-    c, eps, |cos| to its centroid and risk, beside the aligned risk."""
+    """The tilt over a grid of lam (chapters/population_risk.md, section on the measured
+    tilt): for each lam the aligned c*, the off-manifold gradient there, and the
+    unconstrained (symmetric-family) minimiser's c, eps, ``|cos|`` to its centroid and
+    risk, beside the aligned risk."""
     rows = {k: [] for k in ("c_aligned", "tilt_gradient", "c", "eps", "cos", "risk", "aligned_risk")}
     for lam in np.asarray(lams, float):
         tm = tilted_minimiser(float(lam), r, sigma, d=d, n=n)
@@ -992,8 +1009,8 @@ class DistortionDerivation:
 
 @functools.lru_cache(maxsize=None)
 def distortion_derivation() -> DistortionDerivation:
-    """Identity distortion and bound, THEORY section 6; chapter "In-context quantization
-    with identity attention".
+    """Identity distortion and bound; chapter "In-context quantization with identity
+    attention" (chapters/quantization.md, prop-distortion-exact and thm-distortion-bound).
 
     For z in component c (K = 2, other component c'), Q(z) - mu_c = a + b with
     a = lam sigma^2 z and b = beta (mu_c' - mu_c), beta = 1 - alpha_c(z)
@@ -1077,7 +1094,8 @@ def check_distortion(seed: int = 0) -> bool:
 
 def distortion_exact(lam: float, r: float, sigma: float, d: int, n: int = 120) -> float:
     """Exact large-L distortion D(lam) = E||Q(z) - mu_{c(z)}||^2 for K = 2, equal weights,
-    mu_c = r e_c, in dimension d (THEORY section 6): the exact expansion of
+    mu_c = r e_c, in dimension d (prop-distortion-exact, chapters/quantization.md): the
+    exact expansion of
     :func:`distortion_derivation` with the 1-D expectation over w ~ N(-r^2, 2 sigma^2 r^2)
     by Gauss-Hermite (both components contribute equally by symmetry)."""
     lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
@@ -1091,21 +1109,22 @@ def distortion_exact(lam: float, r: float, sigma: float, d: int, n: int = 120) -
 def distortion_mc(
     lam: float, r: float, sigma: float, d: int, n: int = 100_000, seed: int = 0
 ) -> tuple[float, float]:
-    """Monte Carlo D(lam) with :func:`identity_limit` (large-L map), K = 2, mu_c = r e_c:
+    """Monte Carlo D(lam) with :func:`identity_limit_float64` (large-L map), K = 2, mu_c = r e_c:
     returns (mean, standard error)."""
     rng = np.random.default_rng(seed)
     mu = np.zeros((2, d))
     mu[0, 0] = mu[1, 1] = r
     lab = rng.integers(0, 2, size=n)
     z = mu[lab] + sigma * rng.standard_normal((n, d))
-    err = np.sum((identity_limit(z, mu, np.array([0.5, 0.5]), sigma, lam) - mu[lab]) ** 2, axis=-1)
+    err = np.sum((identity_limit_float64(z, mu, np.array([0.5, 0.5]), sigma, lam) - mu[lab]) ** 2, axis=-1)
     return float(err.mean()), float(err.std(ddof=1) / np.sqrt(n))
 
 
 def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
     """B(lam) = (lam sigma^2 sqrt(d sigma^2 + r^2) + sqrt(2) r sqrt(M(lam)))^2,
     M(lam) = exp(-u r^2 + u^2 sigma^2 r^2), u = min(2 lam, 1/(2 sigma^2)); D(lam) <= B(lam)
-    (THEORY section 6, K = 2, equal weights, mu_c = r e_c; proof in
+    (thm-distortion-bound, chapters/quantization.md; K = 2, equal weights, mu_c = r e_c;
+    proof in
     :func:`distortion_derivation`)."""
     lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
     u = min(2 * lam, 1 / (2 * sigma**2))
@@ -1116,7 +1135,7 @@ def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
 def best_lambda_bound(r: float, sigma: float, d: int) -> dict[str, float]:
     """lam minimising the bound B (bounded scalar search), the bound there, the exact D
     there, the lam minimising the exact D, and the asymptotic lam* of
-    :func:`distortion_derivation` (THEORY section 6)."""
+    :func:`distortion_derivation` (thm-distortion-bound, chapters/quantization.md)."""
     r, sigma = _positive("r", r), _positive("sigma", sigma)
     hi = 2.0 / sigma**2
     rb = optimize.minimize_scalar(lambda l: distortion_bound(l, r, sigma, d), bounds=(1e-6, hi),
@@ -1139,7 +1158,7 @@ def distortion_scaling(
     rhos: Sequence[float], ds: Sequence[int], sigma: float = 1.0
 ) -> list[dict[str, float]]:
     """Best-lam bound and exact distortion over separations rho = r / sigma and dimensions
-    d (THEORY section 6).  Rows carry lam sigma^2 and D / sigma^2, which depend on
+    d (prop-distortion-scaling, chapters/quantization.md).  Rows carry lam sigma^2 and D / sigma^2, which depend on
     (rho, d) only."""
     rows = []
     for d in ds:

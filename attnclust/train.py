@@ -1,11 +1,22 @@
-"""Training the two-head layer on the empirical risk (THEORY.md sections 3 and 5; chapters
-"The two-head layer and its population risk" and "Training dynamics").
+"""Training the two-head layer on the empirical risk (chapters "The two-head layer and its
+population risk", chapters/population_risk.md, {prf:ref} label def-risks, and "Training
+dynamics", chapters/training_dynamics.md, def-training-runs).
 
 A run draws a fresh batch of prompts at every step and takes an optax step on the
-empirical risk R_L. The whole run is one jit-compiled ``lax.scan`` (records every
-``record_every`` steps inside it); ``fit_many`` vmaps the run over seeds and, when several
-devices are present, shards the seeds over them with ``jax.sharding``. A progress bar
-(tqdm) runs outside jit by splitting the scan into chunks.
+empirical risk R_L (``risk_loss``, one step: ``make_step``). The whole run is one
+jit-compiled ``lax.scan`` (records every ``record_every`` steps inside it); ``fit_many``
+vmaps the run over seeds and, when several devices are present, shards the seeds over them
+with ``jax.sharding``. A progress bar (tqdm) runs outside jit by splitting the scan into
+chunks.
+
+Prompts come from a sampler ``draw(key, data, batch, L) -> X`` of shape (batch, L, d), key
+first as in ``attnclust.sample``: ``draw_from_mixture`` for a ``GaussianMixture``
+(``fit``, ``fit_many``), any JAX-traceable function for ``fit_sampler``, and
+``general_mixture.draw_stacked`` for ``fit_mixtures``.
+
+Every entry point takes the PRNG keys in either form JAX offers: raw ``uint32`` keys
+(``jax.random.PRNGKey``) or typed key arrays (``jax.random.key``); the same seed gives the
+same run either way.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from typing import Any, Callable, Union
 
 import jax
 import jax.numpy as jnp
@@ -20,48 +32,79 @@ import numpy as np
 import optax
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, Key, UInt32
 from tqdm.auto import tqdm
 
 from . import _validate as v
-from .attention import _two_head
-from .metrics import alignment
+from .attention import two_head_layer
+from .general_mixture import GeneralMixture, draw_stacked, stack_mixtures
+from .metrics import alignment, distortion
 from .mixture import GaussianMixture, sample
-from .risk import _risk_from_outputs
+
+KeyLike = Union[Key[Array, ""], UInt32[ArrayLike, "2"]]
+"""One PRNG key: typed (``jax.random.key``) or raw uint32 (``jax.random.PRNGKey``)."""
+KeysLike = Union[Key[Array, "S"], UInt32[ArrayLike, "S 2"]]
+"""S PRNG keys, typed or raw (``jax.random.split(key, S)``)."""
+Draw = Callable[[Any, Any, int, int], Float[Array, "batch L d"]]
+"""The sampler protocol: ``draw(key, data, batch, L) -> X`` of shape (batch, L, d)."""
 
 INITS = ("small", "large", "near", "close")
-"""Initialisation regimes: small random, large random, near the centroids, heads near each
-other (chapter "Training dynamics")."""
+"""The initialisation regimes (small random, large random, near the centroids, heads near
+each other; chapter "Training dynamics", def-training-runs)."""
 
 
 def init_theta(
-    key: PRNGKeyArray,
+    key: KeyLike,
     mixture: GaussianMixture,
+    *,
     H: int | None = None,
-    kind: str = "small",
+    init: str = "small",
     scale: float | None = None,
 ) -> Float[Array, "H d"]:
-    """Initial heads (H, d), H = K by default.
+    """Initial heads in one of the regimes of ``INITS`` (chapter "Training dynamics",
+    def-training-runs).
 
     - "small": i.i.d. N(0, scale^2), scale = 1e-2 by default;
-    - "large": i.i.d. N(0, scale^2), scale = max_c ||mu_c|| by default;
+    - "large": i.i.d. N(0, scale^2), scale = ``max_c ||mu_c||`` by default;
     - "near": the centroids mu_1..mu_H (cycled if H > K) plus N(0, scale^2) noise, 0.1 default;
     - "close": one common random direction u ~ N(0, I/d) plus N(0, scale^2) per head, 1e-2.
+
+    Args:
+        key: a PRNG key, typed or raw.
+        mixture: the mixture the heads will be trained on (gives d and the centroids).
+        H: number of heads, an integer >= 1; the number of components K by default.
+        init: the regime, one of ``INITS``.
+        scale: the standard deviation of the noise, finite and > 0; the regime's default
+            when None.
+
+    Returns:
+        ``(H, d)`` float32 heads.
+
+    Raises:
+        TypeError: ``mixture`` is not a ``GaussianMixture``.
+        ValueError: a bad ``key``, ``H``, ``init`` or ``scale`` (the message names it).
     """
+    key = v.raw_keys("key", key, batched=False)
+    v.instance("mixture", mixture, GaussianMixture)
     H = mixture.K if H is None else v.positive_int("H", H)
-    d = mixture.d
-    if kind not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got init={kind!r}")
+    if not isinstance(init, str) or init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
     if scale is not None:
         v.positive_finite("scale", scale)
+    return _init_theta(key, mixture, H, init, scale)
+
+
+def _init_theta(key, mixture, H, init, scale):
+    """``init_theta`` without the checks (vmapped over keys by ``fit_many``)."""
+    d = mixture.d
     k1, k2 = jax.random.split(key)
     noise = jax.random.normal(k1, (H, d))
-    if kind == "small":
+    if init == "small":
         return (1e-2 if scale is None else scale) * noise
-    if kind == "large":
+    if init == "large":
         r = jnp.max(jnp.linalg.norm(mixture.centroids, axis=-1))
         return (r if scale is None else scale) * noise
-    if kind == "near":
+    if init == "near":
         base = mixture.centroids[jnp.arange(H) % mixture.K]
         return base + (0.1 if scale is None else scale) * noise
     u = jax.random.normal(k2, (d,)) / math.sqrt(d)
@@ -70,14 +113,15 @@ def init_theta(
 
 @dataclass(frozen=True)
 class FitResult:
-    """The outcome of ``fit`` (or, with a leading seed axis on every array, ``fit_many``).
+    """The outcome of ``fit`` (or, with a leading seed axis S on every array but ``steps``,
+    of ``fit_many``, ``fit_sampler`` and ``fit_mixtures``).
 
     Attributes:
-        theta: (..., H, d) final heads.
-        steps: (n_records,) step count at each record.
-        risk: (..., n_records) mean minibatch empirical risk over the stride ending there.
-        thetas: (..., n_records, H, d) heads at each record.
-        theta0: (..., H, d) the initial heads.
+        theta: ``(..., H, d)`` final heads.
+        steps: ``(n_records,)`` step count at each record (multiples of ``record_every``).
+        risk: ``(..., n_records)`` mean minibatch empirical risk over the stride ending there.
+        thetas: ``(..., n_records, H, d)`` heads at each record.
+        theta0: ``(..., H, d)`` the initial heads.
     """
 
     theta: np.ndarray
@@ -86,18 +130,82 @@ class FitResult:
     thetas: np.ndarray
     theta0: np.ndarray
 
+    @property
+    def n_records(self) -> int:
+        """The number of records, steps / record_every."""
+        return len(self.steps)
+
     def alignment(self, centroids) -> np.ndarray:
-        """(..., n_records, H) matched |cos| of the heads with ``centroids`` over the run."""
+        """``(..., n_records, H)`` matched ``|cos|`` of the heads with ``centroids`` over the run."""
         return alignment(self.thetas, centroids)
 
     def final_alignment(self, centroids) -> np.ndarray:
-        """(..., H) matched |cos| of the final heads."""
+        """``(..., H)`` matched ``|cos|`` of the final heads."""
         return alignment(self.theta, centroids)
 
 
-def draw_from_mixture(mixture: GaussianMixture, key: PRNGKeyArray, batch: int, L: int):
-    """The sampler of ``fit``: ``batch`` prompts of ``L`` tokens from ``mixture``."""
+def draw_from_mixture(
+    key: KeyLike, mixture: GaussianMixture, batch: int, L: int
+) -> Float[Array, "batch L d"]:
+    """The sampler of ``fit``: ``batch`` prompts of ``L`` tokens from ``mixture``, the
+    labels dropped (the protocol ``draw(key, data, batch, L)`` with ``data = mixture``).
+
+    Args:
+        key: a PRNG key, typed or raw.
+        mixture: the mixture to draw from.
+        batch: number of prompts, an integer >= 1.
+        L: tokens per prompt, an integer >= 1.
+
+    Returns:
+        ``(batch, L, d)`` prompts (``attnclust.sample(key, mixture, batch, L)[0]``).
+    """
     return sample(key, mixture, batch, L)[0]
+
+
+def risk_loss(theta: Float[Array, "H d"], X: Float[Array, "*batch L d"], lam) -> Float[Array, ""]:
+    """The empirical risk that training minimises: the mean over prompts and tokens of
+    ``||x_l - T(X)_l||^2`` (chapter "The two-head layer and its population risk", def-risks),
+    as a traceable function for ``jax.grad`` and ``jit``.
+
+    It is ``attnclust.empirical_risk`` without the boundary checks: called on traced
+    arguments (inside ``jit``, ``grad``, ``vmap`` or ``lax.scan``) no value is checked,
+    so a NaN in ``theta`` or ``X`` or a temperature <= 0 gives a NaN or a wrong number
+    rather than an error. Validate at the boundary (``empirical_risk``, ``fit``) instead.
+
+    Args:
+        theta: ``(H, d)`` heads.
+        X: ``(..., L, d)`` prompts.
+        lam: the temperature, > 0 (a float or a traced scalar).
+
+    Returns:
+        ``()`` the risk.
+    """
+    return distortion(two_head_layer(theta, X, lam), X)
+
+
+def make_step(optimizer: optax.GradientTransformation, lam) -> Callable:
+    """One training step on a batch, for ``lax.scan``: the function
+    ``step((theta, opt_state), X) -> ((theta, opt_state), loss)`` that takes one
+    ``optimizer`` step on ``risk_loss(theta, X, lam)`` and returns the loss before it.
+
+    Traceable, no checks (see ``risk_loss``); ``fit`` scans it over fresh batches.
+
+    Args:
+        optimizer: an optax ``GradientTransformation`` (its state: ``optimizer.init(theta)``).
+        lam: the temperature, > 0 (a float or a traced scalar).
+
+    Returns:
+        The step function; ``theta`` is ``(H, d)``, ``X`` is ``(batch, L, d)``, ``loss`` is
+        ``()``.
+    """
+
+    def step(carry, X):
+        theta, opt_state = carry
+        loss, grad = jax.value_and_grad(risk_loss)(theta, X, lam)
+        updates, opt_state = optimizer.update(grad, opt_state, theta)
+        return (optax.apply_updates(theta, updates), opt_state), loss
+
+    return step
 
 
 DRAW_FLOATS = 2**20
@@ -113,26 +221,17 @@ def _draw_group(record_every: int, per_step: int) -> int:
 def _make_run(draw, data, lam, optimizer, batch, L, record_every):
     """A pure function (carry, record_keys (n, 2)) -> (carry, risks (n,), thetas (n, H, d)).
 
-    Each step trains on ``draw(data, key, batch, L)``. Each record's key determines its
+    Each step trains on ``draw(key, data, batch, L)``. Each record's key determines its
     batches, so the result does not depend on how the run is split into chunks (with or
     without a progress bar)."""
-
-    def loss_fn(theta, X):
-        return _risk_from_outputs(X, _two_head(theta, X, lam))
-
-    def step(carry, X):
-        theta, opt_state = carry
-        loss, grad = jax.value_and_grad(loss_fn)(theta, X)
-        updates, opt_state = optimizer.update(grad, opt_state, theta)
-        return (optax.apply_updates(theta, updates), opt_state), loss
+    step = make_step(optimizer, lam)
 
     def steps(carry, keys):
         # the batches of several steps drawn at once: sampling vectorises across steps
-        Xs = jax.vmap(lambda k: draw(data, k, batch, L))(keys)
+        Xs = jax.vmap(lambda k: draw(k, data, batch, L))(keys)
         return jax.lax.scan(step, carry, Xs)
 
-    key_shape = jax.eval_shape(lambda: jax.random.PRNGKey(0))
-    per_step = math.prod(jax.eval_shape(lambda k: draw(data, k, batch, L), key_shape).shape)
+    per_step = math.prod(jax.eval_shape(lambda k: draw(k, data, batch, L), v.RAW_KEY).shape)
     group = _draw_group(record_every, per_step)
 
     def record(carry, key):
@@ -181,15 +280,35 @@ def _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data):
     return one
 
 
-def _check_fit_args(lam, steps, batch, L, record_every):
-    lam_arr = np.asarray(lam, dtype=np.float64)
-    if lam_arr.ndim > 1:
-        raise ValueError(f"lam must be a scalar or have shape (S,), got shape {lam_arr.shape}")
+# --------------------------------------------------------------------------- checks
+
+def _check_heads(name: str, theta, d: int | None, H: int | None, ndims: tuple[int, ...]):
+    """``theta`` as a finite float32 array of ndim in ``ndims`` and trailing shape (H, d)."""
+    what = " or ".join({2: "(H, d)", 3: "(S, H, d)"}[n] for n in ndims)
+    arr = v.real_array(name, theta)
+    if arr.ndim not in ndims or arr.shape[-2] < 1 or (d is not None and arr.shape[-1] != d) \
+            or (H is not None and arr.shape[-2] != H):
+        fixed = "".join(f", {k}={x}" for k, x in (("H", H), ("d", d)) if x is not None)
+        raise ValueError(f"{name} must have shape {what} (H >= 1{fixed}), got shape {arr.shape}")
+    return arr
+
+
+def _check_fit_args(lam, steps, batch, L, lr, optimizer, record_every, S):
+    """Validate the run's settings; returns (n_records, record_every, optimizer)."""
+    lam_arr = np.asarray(v.real_array("lam", lam))
+    if lam_arr.ndim > 1 or (lam_arr.ndim == 1 and lam_arr.shape[0] != S):
+        raise ValueError(f"lam must be a scalar or have shape (S={S},), got shape {lam_arr.shape}")
     for value in lam_arr.reshape(-1):
         v.positive_finite("lam", value)
     steps = v.positive_int("steps", steps)
     v.positive_int("batch", batch)
     v.positive_int("L", L)
+    v.positive_finite("lr", lr)
+    if optimizer is None:
+        optimizer = _default_optimizer(float(lr))
+    elif not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(f"optimizer must be an optax.GradientTransformation (e.g. optax.adam(1e-2)) "
+                        f"or None, got optimizer={optimizer!r}")
     record_every = max(1, steps // 100) if record_every is None else record_every
     record_every = v.positive_int("record_every", record_every)
     if steps % record_every:
@@ -197,7 +316,18 @@ def _check_fit_args(lam, steps, batch, L, record_every):
             f"steps must be a multiple of record_every, got steps={steps}, "
             f"record_every={record_every}"
         )
-    return steps // record_every, record_every
+    return steps // record_every, record_every, optimizer
+
+
+def _check_draw(draw, data, data_axis, batch, L, shape):
+    """Raise unless ``draw(key, data, batch, L)`` returns floats of ``shape`` = (batch, L, d)."""
+    if not callable(draw):
+        raise TypeError(f"draw must be a function draw(key, data, batch, L), got draw={draw!r}")
+    one = data if data_axis is None else jax.tree_util.tree_map(lambda x: x[0], data)
+    out = jax.eval_shape(lambda k, dt: draw(k, dt, batch, L), v.RAW_KEY, one)
+    if getattr(out, "shape", None) != shape or not jnp.issubdtype(out.dtype, jnp.floating):
+        raise ValueError(f"draw(key, data, batch={batch}, L={L}) must return floats of shape (batch, L, d)="
+                         f"{shape}, d being the last axis of init; got {out}")
 
 
 def _chunk_size(n_records: int, progress: bool) -> int:
@@ -214,30 +344,61 @@ def _default_optimizer(lr: float) -> optax.GradientTransformation:
     return optax.adam(lr)
 
 
+# --------------------------------------------------------------------------- entry points
+
+
 def fit(
-    key: PRNGKeyArray,
+    key: KeyLike,
     mixture: GaussianMixture,
+    *,
     lam: float = 1.0,
     steps: int = 2000,
     batch: int = 32,
     L: int = 50,
-    init: str | Float[Array, "H d"] = "small",
+    init: str | Float[ArrayLike, "H d"] = "small",
     optimizer: optax.GradientTransformation | None = None,
     lr: float = 1e-2,
     H: int | None = None,
     record_every: int | None = None,
     progress: bool = True,
 ) -> FitResult:
-    """Train the two-head layer (H heads, H = K by default) on prompts of length L.
+    """Train the two-head layer on prompts from ``mixture`` (chapter "Training dynamics").
 
-    Every step draws ``batch`` fresh prompts from ``mixture`` and applies ``optimizer``
-    (Adam with learning rate ``lr`` by default) to the empirical risk. ``init`` is one of
-    ``INITS`` or an (H, d) array. The run is one jit-compiled ``lax.scan`` per progress
-    chunk (a single one when ``progress`` is False).
+    Every step draws ``batch`` fresh prompts of ``L`` tokens (``draw_from_mixture``) and
+    applies ``optimizer`` (Adam with learning rate ``lr`` by default) to their empirical
+    risk (``make_step``). The run is one jit-compiled ``lax.scan`` per progress chunk (a
+    single one when ``progress`` is False); the chunking does not change the result.
+
+    Args:
+        key: a PRNG key, typed (``jax.random.key``) or raw (``jax.random.PRNGKey``).
+        mixture: the ``GaussianMixture`` the prompts come from.
+        lam: the temperature, finite and > 0.
+        steps: optimiser steps, an integer >= 1, a multiple of ``record_every``.
+        batch: prompts per step, an integer >= 1.
+        L: tokens per prompt, an integer >= 1.
+        init: one of ``INITS`` (``init_theta``) or ``(H, d)`` finite initial heads.
+        optimizer: an optax ``GradientTransformation``; ``optax.adam(lr)`` when None.
+        lr: Adam's learning rate, finite and > 0 (checked, and unused when ``optimizer`` is
+            given).
+        H: number of heads (K by default); must agree with an ``init`` array.
+        record_every: steps between records, >= 1; ``max(1, steps // 100)`` when None.
+        progress: show a tqdm progress bar.
+
+    Returns:
+        A ``FitResult`` without a seed axis: ``theta`` ``(H, d)``, ``risk``
+        ``(n_records,)``, ``thetas`` ``(n_records, H, d)``.
+
+    Raises:
+        TypeError: ``mixture`` is not a ``GaussianMixture``, or ``optimizer`` is not an optax
+            ``GradientTransformation``.
+        ValueError: any other argument outside what is allowed above (the message names it).
     """
+    keys = v.raw_keys("key", key, batched=False)[None]
+    if np.ndim(lam) != 0:
+        raise ValueError(f"lam must be a scalar (fit_many takes one per seed), got shape {np.shape(lam)}")
     many = fit_many(
-        jnp.asarray(key)[None], mixture, lam, steps, batch, L, init, optimizer, lr, H,
-        record_every, progress,
+        keys, mixture, lam=lam, steps=steps, batch=batch, L=L, init=init, optimizer=optimizer,
+        lr=lr, H=H, record_every=record_every, progress=progress,
     )
     return FitResult(many.theta[0], many.steps, many.risk[0], many.thetas[0], many.theta0[0])
 
@@ -262,57 +423,72 @@ def _seed_sharding(n: int):
 
 
 def fit_many(
-    keys: PRNGKeyArray,
+    keys: KeysLike,
     mixture: GaussianMixture,
-    lam: float = 1.0,
+    *,
+    lam: float | Float[ArrayLike, "S"] = 1.0,
     steps: int = 2000,
     batch: int = 32,
     L: int = 50,
-    init: str | Float[Array, "H d"] = "small",
+    init: str | Float[ArrayLike, "H d"] = "small",
     optimizer: optax.GradientTransformation | None = None,
     lr: float = 1e-2,
     H: int | None = None,
     record_every: int | None = None,
     progress: bool = True,
 ) -> FitResult:
-    """``fit`` vmapped over seeds: ``keys`` of shape (S, 2) (from ``jax.random.split``).
+    """``fit`` vmapped over S seeds, all in one compiled call.
 
-    ``lam`` is a scalar or an (S,) array (one temperature per run: a sweep in one call).
+    Seed s draws its initial heads and its batches from ``keys[s]``; its run is the run
+    ``fit(keys[s], ...)`` gives (to float32 rounding: the programs are compiled for other
+    shapes). When several devices are visible and S is a multiple of their number, the
+    seeds are sharded over the devices (``jax.sharding``); the results are the same as on
+    one device. On a multi-core CPU, JAX shows one device unless told otherwise: set
+    ``JAX_NUM_CPU_DEVICES`` to the number of cores (or
+    ``jax.config.update("jax_num_cpu_devices", n)`` before any computation) and the seeds
+    run in parallel (chapter "Performance"). With ``jax.distributed`` initialised, the seeds
+    are sharded over the devices of every process (host) and every process receives all
+    the results.
 
-    Every array of the result has a leading axis of size S (``steps`` excepted). When
-    several devices are visible and S is a multiple of their number, the seeds are sharded
-    over the devices (jax.sharding); the results are the same as on one device. On a
-    multi-core CPU, JAX shows one device unless told otherwise: set ``JAX_NUM_CPU_DEVICES``
-    to the number of cores (or ``jax.config.update("jax_num_cpu_devices", n)`` before any
-    computation) and the seeds run in parallel (chapter "Performance"). With
-    ``jax.distributed`` initialised, the seeds are sharded over the devices of every
-    process (host) and every process receives all the results.
+    Args:
+        keys: ``(S,)`` typed keys or ``(S, 2)`` raw keys (``jax.random.split(key, S)``),
+            S >= 1.
+        mixture: as in ``fit``.
+        lam: a scalar, or ``(S,)`` one temperature per seed (a sweep in one call); finite
+            and > 0.
+        steps, batch, L, init, optimizer, lr, H, record_every, progress: as in ``fit``; an
+            ``init`` array ``(H, d)`` is shared by every seed.
+
+    Returns:
+        A ``FitResult`` with a leading seed axis S on every array but ``steps``.
+
+    Raises:
+        TypeError: as in ``fit``.
+        ValueError: as in ``fit``; also ``keys`` with S = 0 or ``lam`` of a length other
+            than S.
     """
-    keys = _check_keys(keys)
-    init_keys, run_keys = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
+    keys = v.raw_keys("keys", keys)
+    v.instance("mixture", mixture, GaussianMixture)
+    pairs = jax.vmap(jax.random.split)(keys)
+    init_keys, run_keys = pairs[:, 0], pairs[:, 1]
     if isinstance(init, str):
-        theta0 = jax.vmap(lambda k: init_theta(k, mixture, H, init))(init_keys)
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS} or an (H, d) array, got init={init!r}")
+        H = mixture.K if H is None else v.positive_int("H", H)
+        theta0 = jax.vmap(lambda k: _init_theta(k, mixture, H, init, None))(init_keys)
     else:
-        theta0 = jnp.asarray(init, jnp.float32)
-        if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
-            raise ValueError(f"init must have shape (H, d={mixture.d}), got {theta0.shape}")
+        theta0 = _check_heads("init", init, mixture.d, None if H is None else v.positive_int("H", H), (2,))
     return _fit(run_keys, draw_from_mixture, mixture, None, theta0, lam, steps, batch, L,
                 optimizer, lr, record_every, progress)
 
 
-def _check_keys(keys):
-    keys = jnp.asarray(keys)
-    if keys.ndim != 2:
-        raise ValueError(f"keys must have shape (S, 2) (jax.random.split(key, S)), got {keys.shape}")
-    return keys
-
-
 def fit_sampler(
-    keys: PRNGKeyArray,
-    draw,
-    data,
-    theta0: Float[Array, "*S H d"],
-    lam: float = 1.0,
+    keys: KeysLike,
+    draw: Draw,
+    data: Any,
+    *,
+    init: Float[ArrayLike, "*S H d"],
+    lam: float | Float[ArrayLike, "S"] = 1.0,
     steps: int = 2000,
     batch: int = 32,
     L: int = 50,
@@ -322,32 +498,130 @@ def fit_sampler(
     progress: bool = True,
     data_per_seed: bool = False,
 ) -> FitResult:
-    """``fit_many`` for prompts from any sampler: ``draw(data, key, batch, L) -> X``
-    (batch, L, d), a JAX-traceable function of a pytree ``data`` (chapter "Beyond the
-    paper": anisotropic mixtures, several mixtures at once, real data).
+    """``fit_many`` for prompts from any sampler (chapter "Beyond the paper",
+    chapters/beyond.md: anisotropic mixtures, several mixtures at once, real data).
 
-    Same loss, optimiser, records, progress bar and sharding as ``fit_many``, from the
-    initial heads ``theta0`` ((H, d), or (S, H, d) one per seed). With ``data_per_seed``,
-    every leaf of ``data`` has a leading axis of size S and seed s trains on its slice.
-    Keep ``draw`` the same function object between calls to reuse the compilation.
+    Step t of seed s trains on ``draw(key, data, batch, L)`` with a fresh key derived from
+    ``keys[s]``; ``draw`` must be JAX-traceable and return ``(batch, L, d)`` floats (e.g.
+    ``draw_from_mixture`` with ``data`` a ``GaussianMixture``, or
+    ``attnclust.digits.sample_rows`` with ``data`` an ``(n, d)`` array of rows). Same
+    loss, optimiser, records, progress bar and sharding as ``fit_many``. Keep ``draw`` the
+    same function object between calls to reuse the compilation.
+
+    Args:
+        keys: ``(S,)`` typed keys or ``(S, 2)`` raw keys, S >= 1.
+        draw: the sampler ``draw(key, data, batch, L) -> X`` ``(batch, L, d)``.
+        data: a pytree of arrays passed to ``draw`` (None if it needs none).
+        init: finite initial heads, ``(H, d)`` shared by every seed or ``(S, H, d)`` one
+            per seed.
+        lam, steps, batch, L, optimizer, lr, record_every, progress: as in ``fit_many``.
+        data_per_seed: every leaf of ``data`` has a leading axis of size S and seed s
+            trains on its slice.
+
+    Returns:
+        A ``FitResult`` with a leading seed axis S on every array but ``steps``.
+
+    Raises:
+        TypeError: ``draw`` is not callable or ``optimizer`` not an optax
+            ``GradientTransformation``.
+        ValueError: a bad argument (named in the message), including ``draw`` returning
+            another shape than ``(batch, L, d)`` and, with ``data_per_seed``, a leaf of
+            ``data`` whose leading axis is not S.
     """
-    keys = _check_keys(keys)
-    theta0 = jnp.asarray(theta0, jnp.float32)
-    if theta0.ndim not in (2, 3):
-        raise ValueError(f"theta0 must have shape (H, d) or (S, H, d), got {theta0.shape}")
+    keys = v.raw_keys("keys", keys)
+    S = keys.shape[0]
+    theta0 = _check_heads("init", init, None, None, (2, 3))
+    if theta0.ndim == 3 and theta0.shape[0] != S:
+        raise ValueError(f"init must have shape (H, d) or (S={S}, H, d), got shape {theta0.shape}")
+    if data_per_seed:
+        for leaf in jax.tree_util.tree_leaves(data):
+            if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != S:
+                raise ValueError(f"with data_per_seed, every leaf of data must have a leading axis "
+                                 f"of size S={S}, got a leaf of shape {jnp.shape(leaf)}")
     return _fit(keys, draw, data, 0 if data_per_seed else None, theta0, lam, steps, batch, L,
                 optimizer, lr, record_every, progress)
 
 
+def fit_mixtures(
+    key: KeyLike,
+    mixtures,
+    *,
+    H: int | None = None,
+    lam: float = 1.0,
+    steps: int = 2000,
+    batch: int = 32,
+    L: int = 50,
+    init: str | Float[ArrayLike, "S H d"] = "small",
+    scale: float | None = None,
+    optimizer: optax.GradientTransformation | None = None,
+    lr: float = 1e-2,
+    record_every: int | None = None,
+    progress: bool = True,
+) -> FitResult:
+    """Train the two-head layer on each of S mixtures in one vmapped, jit-compiled run:
+    ``fit`` for many different data distributions at once (chapter "Beyond the paper").
+
+    The mixtures are stacked (``general_mixture.stack_mixtures``, padded with components of
+    weight 0) and run s trains on prompts from mixture s (``fit_sampler`` with
+    ``general_mixture.draw_stacked``, one slice of the stack per seed).
+
+    Args:
+        key: a PRNG key, typed or raw: it gives the initial heads and the S runs' keys.
+        mixtures: a non-empty sequence of S ``GaussianMixture`` or ``GeneralMixture`` of one
+            dimension d.
+        H: number of heads, >= 1; the largest K of the mixtures by default.
+        lam, steps, batch, L, optimizer, lr, record_every, progress: as in ``fit``.
+        init: "small" (every head i.i.d. N(0, scale^2), the regime "small" of ``INITS``)
+            or ``(S, H, d)`` finite initial heads, one set per mixture.
+        scale: the standard deviation of "small", finite and > 0; 1e-2 by default.
+
+    Returns:
+        A ``FitResult`` with a leading axis S (one run per mixture): ``theta``
+        ``(S, H, d)``, ``risk`` ``(S, n_records)``.
+
+    Raises:
+        TypeError: a mixture of another type, or ``optimizer`` not an optax
+            ``GradientTransformation``.
+        ValueError: a bad argument (named in the message), mixtures of different d or none.
+    """
+    key = v.raw_keys("key", key, batched=False)
+    try:
+        mixtures = list(mixtures)
+    except TypeError:
+        raise TypeError(f"mixtures must be a sequence of mixtures, got mixtures={mixtures!r}") from None
+    bad = [m for m in mixtures if not isinstance(m, (GaussianMixture, GeneralMixture))]
+    if bad:
+        raise TypeError(f"mixtures must be GaussianMixture or GeneralMixture objects, got {bad[0]!r}")
+    W, M, A = stack_mixtures(mixtures)
+    S, K, d = M.shape
+    H = K if H is None else v.positive_int("H", H)
+    k_init, k_run = jax.random.split(key)
+    if isinstance(init, str):
+        if init != "small":
+            raise ValueError(f"init must be 'small' or an (S, H, d) array, got init={init!r}")
+        if scale is not None:
+            v.positive_finite("scale", scale)
+        theta0 = (1e-2 if scale is None else scale) * jax.random.normal(k_init, (S, H, d))
+    else:
+        theta0 = _check_heads("init", init, d, H, (3,))
+        if theta0.shape[0] != S:
+            raise ValueError(f"init must have shape (S={S}, H, d), got shape {theta0.shape}")
+    data = tuple(jnp.asarray(x, jnp.float32) for x in (W, M, A))
+    return fit_sampler(
+        jax.random.split(k_run, S), draw_stacked, data, init=theta0, lam=lam, steps=steps,
+        batch=batch, L=L, optimizer=optimizer, lr=lr, record_every=record_every,
+        progress=progress, data_per_seed=True,
+    )
+
+
 def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, lr,
          record_every, progress) -> FitResult:
-    """The training loop shared by every public entry point: seeds ``keys`` (S, 2)."""
+    """The training loop shared by every public entry point: raw seed keys ``keys`` (S, 2)."""
     S = keys.shape[0]
-    n_records, record_every = _check_fit_args(lam, steps, batch, L, record_every)
-    if np.ndim(lam) == 1 and np.shape(lam)[0] != S:
-        raise ValueError(f"lam must be a scalar or have shape (S={S},), got shape {np.shape(lam)}")
+    n_records, record_every, optimizer = _check_fit_args(lam, steps, batch, L, lr, optimizer,
+                                                         record_every, S)
+    _check_draw(draw, data, data_axis, batch, L, (batch, L, theta0.shape[-1]))
     theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape[-2:])
-    optimizer = _default_optimizer(lr) if optimizer is None else optimizer
     lam = jnp.broadcast_to(jnp.asarray(lam, jnp.float32), (S,))
     carry = (theta0, jax.vmap(optimizer.init)(theta0))
     size = _chunk_size(n_records, progress)

@@ -31,7 +31,7 @@ import optax
 
 import attnclust as ac
 from attnclust._numerics import rank_one_softmax_pool
-from attnclust.risk import _risk_from_outputs
+from attnclust.train import make_step
 
 HERE = Path(__file__).resolve().parent
 
@@ -93,14 +93,14 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
     rows = []
     for L in Ls:
         X, _ = ac.sample(jax.random.PRNGKey(1), m, batch, L)
-        theta = ac.init_theta(jax.random.PRNGKey(2), m, kind="near")
+        theta = ac.init_theta(jax.random.PRNGKey(2), m, init="near")
         steps = n or max(2, int(2e6 / (batch * L * L)))
         row = {"L": L, "batch": batch, "scan_steps": steps, "load": os.getloadavg()[0]}
         for name, pool in (("library", rank_one_softmax_pool), ("autodiff", autodiff_pool)):
             def run(theta, X, pool=pool):
                 def step(carry, _):
                     th, st = carry
-                    g = jax.grad(lambda t: _risk_from_outputs(X, two_head(t, X, 1.0, pool)))(th)
+                    g = jax.grad(lambda t: ac.distortion(two_head(t, X, 1.0, pool), X))(th)
                     u, st = opt.update(g, st, th)
                     return (optax.apply_updates(th, u), st), None
                 return jax.lax.scan(step, (theta, opt.init(theta)), None, length=steps)[0][0]
@@ -119,18 +119,14 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
 
 def bench_fit_vmap(steps=400, batch=32, L=50):
     """Seconds per step: fit (vmapped over S = 1) against the same scan without vmap."""
-    from attnclust.attention import _two_head
-
     m = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
     opt = optax.adam(1e-2)
 
     def run(theta, keys, lam):
+        step = make_step(opt, lam)
+
         def body(carry, key):
-            th, st = carry
-            X, _ = ac.sample(key, m, batch, L)
-            loss, g = jax.value_and_grad(lambda t: _risk_from_outputs(X, _two_head(t, X, lam)))(th)
-            u, st = opt.update(g, st, th)
-            return (optax.apply_updates(th, u), st), loss
+            return step(carry, ac.draw_from_mixture(key, m, batch, L))
 
         return jax.lax.scan(body, (theta, opt.init(theta)), keys)[1]
 

@@ -208,15 +208,16 @@ def bench_fit(steps: int, S: int) -> dict:
     key = jax.random.PRNGKey(0)
     keys = jax.random.split(key, S)
     res = {}
-    _, res["fit_compile_and_run_s"] = _timed(lambda: ac.fit(key, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
-    _, t = _timed(lambda: ac.fit(key, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
+    run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
+    _, res["fit_compile_and_run_s"] = _timed(lambda: ac.fit(key, m, **run))
+    _, t = _timed(lambda: ac.fit(key, m, **run))
     res["fit_s"] = t
     res["fit_steps_per_s"] = steps / t
     res["fit_load"] = load1()
     _, res["fit_many_compile_and_run_s"] = _timed(
-        lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False)
+        lambda: ac.fit_many(keys, m, **run)
     )
-    many, t = _timed(lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
+    many, t = _timed(lambda: ac.fit_many(keys, m, **run))
     res["fit_many_theta_sum"] = float(abs(many.theta).sum())  # compared with the sharded run's
     res["fit_many_s"] = t
     res["fit_many_steps_per_s"] = S * steps / t
@@ -224,7 +225,7 @@ def bench_fit(steps: int, S: int) -> dict:
     # (c) S sequential fit runs (already compiled above)
     t0 = time.perf_counter()
     for s in range(S):
-        ac.fit(keys[s], m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False)
+        ac.fit(keys[s], m, **run)
     t = time.perf_counter() - t0
     res["sequential_s"] = t
     res["sequential_steps_per_s"] = S * steps / t
@@ -233,23 +234,22 @@ def bench_fit(steps: int, S: int) -> dict:
 
 
 def _jax_step():
-    """The step fit takes, as one jitted function of (theta, opt_state, key)."""
+    """The step fit takes (``attnclust.train.make_step`` on a batch from
+    ``draw_from_mixture``), as one jitted function of (theta, opt_state, key)."""
     import jax
     import optax
 
     import attnclust as ac
-    from attnclust.attention import _two_head
-    from attnclust.risk import _risk_from_outputs
+    from attnclust.train import make_step
 
     m = _mixture()
     opt = optax.adam(LR)
+    train_step = make_step(opt, LAM)
 
     @jax.jit
     def step(theta, opt_state, key):
-        X, _ = ac.sample(key, m, BATCH, L_TRAIN)
-        loss, grad = jax.value_and_grad(lambda t: _risk_from_outputs(X, _two_head(t, X, LAM)))(theta)
-        updates, opt_state = opt.update(grad, opt_state, theta)
-        return optax.apply_updates(theta, updates), opt_state, loss
+        (theta, opt_state), loss = train_step((theta, opt_state), ac.draw_from_mixture(key, m, BATCH, L_TRAIN))
+        return theta, opt_state, loss
 
     return step, opt, m
 
@@ -303,7 +303,6 @@ def bench_torch(steps: int) -> dict:
     import torch
 
     import attnclust as ac
-    from attnclust.attention import _two_head
 
     m = _mixture()
     weights = torch.tensor(np.asarray(m.weights), dtype=torch.float32)
@@ -311,7 +310,7 @@ def bench_torch(steps: int) -> dict:
     # correctness: the torch layer equals attnclust's on the same inputs
     X0, _ = ac.sample(__import__("jax").random.PRNGKey(3), m, 4, L_TRAIN)
     th0 = np.random.default_rng(0).normal(size=(K, D)).astype(np.float32)
-    ref = np.asarray(_two_head(th0, X0, LAM))
+    ref = np.asarray(ac.two_head_layer(th0, X0, LAM))
     got = torch_layer(torch.tensor(th0), torch.tensor(np.asarray(X0)), LAM).numpy()
     max_err = float(np.max(np.abs(ref - got)))
     if not np.allclose(ref, got, atol=1e-4, rtol=1e-4):
@@ -360,21 +359,20 @@ def bench_attention_flops(Ls, batch: int, peak: float) -> list[dict]:
     import optax
 
     import attnclust as ac
-    from attnclust.attention import _two_head
-    from attnclust.risk import _risk_from_outputs
+    from attnclust.train import make_step
 
     m = _mixture()
     opt = optax.adam(LR)
+    train_step = make_step(opt, LAM)
 
     def step(theta, opt_state, X):
-        loss, grad = jax.value_and_grad(lambda t: _risk_from_outputs(X, _two_head(t, X, LAM)))(theta)
-        updates, opt_state = opt.update(grad, opt_state, theta)
-        return optax.apply_updates(theta, updates), opt_state, loss
+        (theta, opt_state), loss = train_step((theta, opt_state), X)
+        return theta, opt_state, loss
 
     out = []
     for L in Ls:
         X, _ = ac.sample(jax.random.PRNGKey(4), m, batch, L)
-        theta = ac.init_theta(jax.random.PRNGKey(5), m, kind="near")
+        theta = ac.init_theta(jax.random.PRNGKey(5), m, init="near")
         st = opt.init(theta)
         compiled = jax.jit(step).lower(theta, st, X).compile()
         ca = compiled.cost_analysis()
@@ -416,8 +414,9 @@ def child_fit_sharded(S: int, steps: int) -> dict:
 
     m = _mixture()
     keys = jax.random.split(jax.random.PRNGKey(0), S)
-    ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False)
-    res, t = _timed(lambda: ac.fit_many(keys, m, LAM, steps, BATCH, L_TRAIN, lr=LR, progress=False))
+    run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
+    ac.fit_many(keys, m, **run)
+    res, t = _timed(lambda: ac.fit_many(keys, m, **run))
     return {"devices": len(jax.devices()), "s": t, "steps_per_s": S * steps / t, "load": load1(),
             "theta_sum": float(abs(res.theta).sum())}
 
@@ -465,7 +464,7 @@ def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
         import numpy as np
 
         t0 = time.perf_counter()
-        km_labels, centres = kmeans_per_prompt(np.asarray(X)[None], ID_K, seed=0)
+        km_labels, centres = kmeans_per_prompt(jax.random.PRNGKey(0), np.asarray(X)[None], ID_K)
         res["kmeans_s"] = time.perf_counter() - t0
         # each token quantized to its k-means centre
         res["D_kmeans"] = float(ac.distortion(centres[0][km_labels[0]], targets))
@@ -792,6 +791,8 @@ def main() -> int:
     results["book"] = json.loads(book_path.read_text()) if book_path.is_file() else None
 
     results["metrics"] = build_metrics(results, cfg)
+    if "grading" not in skip:
+        results["metrics"] += bench_grading()
     results["load"] = {"start": load_start, "end": list(os.getloadavg())}
     results["duration_s"] = time.perf_counter() - t_start
     perf.validate(results)
@@ -804,6 +805,46 @@ def main() -> int:
     s = perf.summary(results)
     print(f"\ngoals met: {s['met']}, not met: {s['not_met']}; wrote {a.out} ({results['duration_s']:.0f} s)")
     return 0
+
+
+# --------------------------------------------------------------------------- grading
+
+
+GRADING_CHAPTER = "mixtures"
+"""The course chapter whose reference solutions are graded (the one tests/test_assignments.py
+grades: its notebook runs fastest)."""
+
+
+def bench_grading() -> list[dict]:
+    """Wall-clock seconds of the autograder (section "Autograder"; skip with --skip grading):
+    one submission of the chapter ``GRADING_CHAPTER`` (its reference solutions, in a fresh
+    kernel, as ``python -m attnclust.assignments grade`` runs each notebook), judged against
+    240 s, and the worked example of chapters/instructors.md (two submissions of a toy
+    chapter, two at a time). The unit tests check what grading gives, not how long it takes."""
+    import tempfile
+
+    from attnclust.assignments import (autograder_material, grade_notebook,
+                                       instructor_notebook, parse_chapter)
+    from attnclust.assignments.example import run_example
+
+    G = "Autograder"
+    chapter = parse_chapter(ROOT / "chapters" / f"{GRADING_CHAPTER}.md")
+    t0 = time.perf_counter()
+    grades = grade_notebook(instructor_notebook(chapter), autograder_material(chapter),
+                            student="reference", timeout=600)
+    seconds, load = time.perf_counter() - t0, load1()
+    full = all(g.points == g.max_points for g in grades)
+    ms = [metric(f"grading_{GRADING_CHAPTER}_s", G,
+                 f"grade one submission of {GRADING_CHAPTER} (reference solutions, fresh kernel)",
+                 seconds, "s", load, goal={"op": "<=", "target": 240.0},
+                 note="" if full else "the reference solutions did NOT score full marks")]
+    with tempfile.TemporaryDirectory(prefix="attnclust-bench-grading-") as tmp:
+        example = run_example(tmp)
+    ms.append(metric("grading_example_s", G, "worked example: 2 toy submissions, 2 jobs",
+                     example["seconds"], "s", load1()))
+    log(f"grading {GRADING_CHAPTER} {seconds:.1f} s (full marks: {full}), "
+        f"worked example {example['seconds']:.1f} s")
+    return ms
 
 
 if __name__ == "__main__":

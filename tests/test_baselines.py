@@ -8,6 +8,7 @@ import attnclust as ac
 from attnclust.baselines import em_per_prompt, kmeans_per_prompt
 
 FUNCS = [kmeans_per_prompt, em_per_prompt]
+KEY = jax.random.PRNGKey(0)
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def prompts(key):
 @pytest.mark.parametrize("func", FUNCS)
 def test_shapes_and_label_range(func, prompts):
     X, _ = prompts
-    labels, centres = func(X, 2, seed=0)
+    labels, centres = func(KEY, X, 2)
     assert labels.shape == (4, 50) and centres.shape == (4, 2, 5)
     assert labels.min() >= 0 and labels.max() <= 1
     assert np.all(np.isfinite(centres))
@@ -30,7 +31,7 @@ def test_recovers_separated_clusters(func, prompts):
     # Separation |mu_1 - mu_2| = 2 sqrt(2) r = 5.7 sigma-units x 2: clusters are almost
     # disjoint, so both algorithms recover the labels (ARI near 1) and the centroids.
     X, true = prompts
-    labels, centres = func(X, 2, seed=0)
+    labels, centres = func(KEY, X, 2)
     ari = np.asarray(ac.adjusted_rand(true, labels))
     assert np.all(ari > 0.9)
     mix = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
@@ -41,7 +42,7 @@ def test_recovers_separated_clusters(func, prompts):
 @pytest.mark.parametrize("func", FUNCS)
 def test_centres_are_cluster_means(func, prompts):
     X, _ = prompts
-    labels, centres = func(X, 2, seed=0)
+    labels, centres = func(KEY, X, 2)
     if func is kmeans_per_prompt:  # k-means centres are exactly the means of their clusters
         for i in range(X.shape[0]):
             for k in range(2):
@@ -49,10 +50,10 @@ def test_centres_are_cluster_means(func, prompts):
 
 
 @pytest.mark.parametrize("func", FUNCS)
-def test_deterministic_and_batch_independent(func, prompts):
+def test_deterministic(func, prompts):
     X, _ = prompts
-    a = func(X, 2, seed=3)
-    b = func(X, 2, seed=3)
+    a = func(jax.random.PRNGKey(3), X, 2)
+    b = func(jax.random.PRNGKey(3), X, 2)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_allclose(a[1], b[1])
 
@@ -60,7 +61,7 @@ def test_deterministic_and_batch_independent(func, prompts):
 @pytest.mark.parametrize("func", FUNCS)
 def test_accepts_jax_arrays(func, key):
     X, _ = ac.sample(key, ac.orthogonal_mixture(K=3, d=4, r=2.0, sigma=0.3), 2, 30)
-    labels, centres = func(X, 3)
+    labels, centres = func(KEY, X, 3)
     assert labels.shape == (2, 30) and centres.shape == (2, 3, 4)
 
 
@@ -78,18 +79,27 @@ def test_accepts_jax_arrays(func, key):
 )
 def test_validation(func, X, K, match):
     with pytest.raises(ValueError, match=match):
-        func(X, K)
+        func(KEY, X, K)
 
 
 @pytest.mark.parametrize("func", FUNCS)
 @pytest.mark.parametrize("n_init", [0, 1.5, True])
 def test_n_init_validation(func, n_init):
     with pytest.raises(ValueError, match="n_init"):
-        func(np.zeros((1, 10, 2)), 2, n_init=n_init)
+        func(KEY, np.zeros((1, 10, 2)), 2, n_init=n_init)
 
 
 @pytest.mark.parametrize("func", FUNCS)
 def test_single_restart(func, prompts):
     X, true = prompts
-    labels, _ = func(X, 2, n_init=1)
+    labels, _ = func(KEY, X, 2, n_init=1)
     assert np.all(np.asarray(ac.adjusted_rand(true, labels)) > 0.9)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_prompt_results_do_not_depend_on_the_batch(func, prompts):
+    """Prompt i draws from fold_in(key, i): its labels are the same alone or in a batch."""
+    X, _ = prompts
+    whole, _ = func(KEY, X, 2)
+    first, _ = func(KEY, X[:1], 2)
+    np.testing.assert_array_equal(whole[:1], first)

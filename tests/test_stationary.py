@@ -28,6 +28,7 @@ def theta_star():
     return th
 
 
+@pytest.mark.slow
 def test_value_grad_hess_matches_library(mix):
     theta = np.eye(2, 5) + 0.2 * np.asarray(jax.random.normal(jax.random.PRNGKey(0), (2, 5)))
     v, g, h = st.value_grad_hess(theta, mix, LAM)
@@ -50,12 +51,12 @@ def test_value_grad_hess_validates(mix):
         st.value_grad_hess(np.zeros((2, 5)), mix, -1.0)
 
 
-def test_classify():
-    assert st.classify(np.array([0.5, 1.0])) == "local minimum"
-    assert st.classify(np.array([-0.5, 1.0])) == "saddle"
-    assert st.classify(np.array([-0.5, -1.0])) == "local maximum"
-    assert st.classify(np.array([0.0, 1.0])) == "degenerate minimum"
-    assert st.classify(np.array([0.0, 0.0])) == "degenerate"
+def test_critical_point_kind():
+    assert st.critical_point_kind(np.array([0.5, 1.0])) == "local minimum"
+    assert st.critical_point_kind(np.array([-0.5, 1.0])) == "saddle"
+    assert st.critical_point_kind(np.array([-0.5, -1.0])) == "local maximum"
+    assert st.critical_point_kind(np.array([0.0, 1.0])) == "degenerate minimum"
+    assert st.critical_point_kind(np.array([0.0, 0.0])) == "degenerate"
 
 
 def test_newton_finds_tilted_minimum(mix, theta_star):
@@ -75,6 +76,7 @@ def test_newton_finds_between_saddle(mix):
     assert np.allclose(ac.alignment(p.theta, mix.centroids), np.sqrt(0.5), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_head_gradient_equals_autodiff_on_same_samples(mix):
     key = jax.random.PRNGKey(3)
     n = 4000
@@ -85,6 +87,7 @@ def test_head_gradient_equals_autodiff_on_same_samples(mix):
     assert np.allclose(g_hand, g_auto, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_head_gradient_general_K_and_weights():
     mixture = ac.GaussianMixture(jnp.array([0.2, 0.3, 0.5]),
                                  jnp.array([[1.5, 0, 0], [0, 2.0, 0.5], [-1.0, 0.3, 1.0]]), 0.4)
@@ -109,6 +112,7 @@ def test_fixed_point_map(mix, theta_star):
     assert np.linalg.norm(g) < 0.1 and np.linalg.norm(num_minus_den_theta) < 0.02
 
 
+@pytest.mark.slow
 def test_block_gaps_equal_two_head_layer(mix, theta_star):
     X, _ = ac.sample(jax.random.PRNGKey(8), mix, 3, 16)
     L = 4
@@ -119,6 +123,7 @@ def test_block_gaps_equal_two_head_layer(mix, theta_star):
     assert np.allclose(dl.reshape(-1, L), np.asarray(fin - inf), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_risk_gap_small(mix, theta_star):
     out = st.risk_gap(jax.random.PRNGKey(9), theta_star, mix, LAM, [8, 32], n_tokens=8192)
     assert out["gap"].shape == (2,) and np.all(out["se"] > 0)

@@ -1,4 +1,7 @@
-"""Symbolic-versus-numeric tests for attnclust.symbolic (THEORY.md sections 4-6).
+"""Symbolic-versus-numeric tests for attnclust.symbolic (the closed forms of the chapters
+"Attention as soft pooling", "The two-head layer and its population risk" and "In-context
+quantization with identity attention": chapters/attention.md, population_risk.md,
+quantization.md).
 
 Each test holds a SymPy-derived formula against an independent numeric evaluation
 (scipy quad, sampling, or the library's JAX numerics) so that it fails if the formula,
@@ -8,24 +11,15 @@ comparisons against it use float32-level tolerances (explained where used).
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
 from scipy import integrate
 
+import attnclust as A
 from attnclust import symbolic as S
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-
-
-def _lib():
-    A = pytest.importorskip("attnclust")
-    for name in ("population_risk", "head_output_limit", "identity_limit", "GaussianMixture",
-                 "orthogonal_mixture"):
-        if not hasattr(A, name):
-            pytest.skip(f"attnclust.{name} not available yet")
-    return A
 
 
 # --------------------------------------------------------------------------------------
@@ -134,7 +128,6 @@ F32 = dict(rtol=1e-5, atol=1e-5)
 
 
 def test_head_coefficient_symbolic_vs_library():
-    A = _lib()
     D = S.head_output_derivation()
     rng = np.random.default_rng(3)
     for _ in range(3):
@@ -181,7 +174,6 @@ def test_jax_lambdify_matches_numpy_and_differentiates():
 
 
 def test_identity_limit_symbolic_vs_library():
-    A = _lib()
     D = S.identity_limit_derivation()
     rng = np.random.default_rng(4)
     for _ in range(3):
@@ -198,7 +190,7 @@ def test_identity_limit_symbolic_vs_library():
     z = rng.normal(size=(4, 5))
     mix = A.GaussianMixture(w, mus, 0.5)
     np.testing.assert_allclose(
-        S.identity_limit(z, mus, w, 0.5, 0.7),
+        S.identity_limit_float64(z, mus, w, 0.5, 0.7),
         np.asarray(A.identity_limit(jnp.asarray(z), mix, 0.7)), **F32)
 
 
@@ -226,9 +218,9 @@ def test_fixed_point_quadrature_converged():
 
 
 # d = 5 twice and 3 once: varied d, but only two shapes for the jit compile cache
+@pytest.mark.slow
 @pytest.mark.parametrize("lam,r,sigma,d", [(1.0, 2.0, 0.5, 5), (0.5, 3.0, 0.7, 3), (2.0, 1.5, 0.4, 5)])
 def test_aligned_risk_gradient_and_tilt_vs_library(lam, r, sigma, d):
-    A = _lib()
     mix = A.orthogonal_mixture(2, d, r, sigma)
     fp = S.aligned_fixed_point(lam, r, sigma, d=d)
     risk = lambda th: A.population_risk(th, mix, lam)  # noqa: E731
@@ -254,7 +246,6 @@ def test_aligned_risk_gradient_and_tilt_vs_library(lam, r, sigma, d):
 
 
 def test_tilted_minimiser_is_stationary_for_library():
-    A = _lib()
     lam, r, sigma, d = 1.0, 2.0, 0.5, 5
     tm = S.tilted_minimiser(lam, r, sigma, d=d)
     assert tm.eps < 0 and 0.95 < tm.cos < 0.999  # tilted away from the other centroid
@@ -273,8 +264,8 @@ def test_leak_equals_inactive_head_mean_projection():
     assert out["leak"] == pytest.approx(out["leak_s0"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_centred_mixtures_have_no_tilt():
-    A = _lib()
     lam, r, sigma = 1.0, 2.0, 0.5
     # quadrature of an odd integrand: zero to rounding
     assert abs(S.tilt_gradient(lam, r, sigma, "antipodal")) < 1e-10
@@ -311,7 +302,6 @@ def test_bound_dominates_exact_distortion(r, sigma, d):
 
 
 def test_exact_distortion_vs_monte_carlo_and_library():
-    A = _lib()
     lam, r, sigma, d = 0.7, 2.0, 0.5, 5
     ex = S.distortion_exact(lam, r, sigma, d)
     # NumPy MC with our own Q: within 5 standard errors
@@ -328,10 +318,10 @@ def test_exact_distortion_vs_monte_carlo_and_library():
     assert mc_lib == pytest.approx(mc, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_bound_at_finite_L():
     # The bound is for the large-L map; at L = 1000 the finite-L distortion (identity
     # attention on the prompt itself) should sit near the exact limit and below the bound.
-    A = _lib()
     if not hasattr(A, "identity_attention"):
         pytest.skip("identity_attention not available")
     lam, r, sigma, d = 0.7, 2.0, 0.5, 5

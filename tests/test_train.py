@@ -1,5 +1,6 @@
-"""Training (THEORY.md section 5): determinism, vmapped seeds, sharding, and the default
-setting's alignment."""
+"""attnclust.train (chapter "Training dynamics"): determinism, vmapped seeds, samplers and
+several mixtures, sharding, the loss and step, validation, and the default setting's
+alignment."""
 
 import json
 import os
@@ -11,9 +12,11 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import attnclust as ac
+from attnclust import general_mixture, train
 
 
 def test_same_key_same_run(key, mixture):
@@ -45,7 +48,7 @@ def test_fit_many_sweeps_lam(key, mixture):
 
 @pytest.mark.parametrize("init", ac.INITS)
 def test_initialisations(key, mixture, init):
-    theta = ac.init_theta(key, mixture, kind=init)
+    theta = ac.init_theta(key, mixture, init=init)
     assert theta.shape == (2, 5)
     norms = np.linalg.norm(theta, axis=-1)
     if init == "small":
@@ -65,9 +68,168 @@ def test_training_lowers_risk(key, mixture):
     assert r.alignment(mixture.centroids).shape == (3, 2)
 
 
+RUN = dict(steps=40, batch=8, L=10, record_every=20, progress=False)
+"""A short run: two records of 20 steps."""
+
+
+def test_typed_and_raw_keys_give_the_same_run(mixture):
+    """jax.random.key and jax.random.PRNGKey of one seed give bit-identical runs."""
+    a = ac.fit(jax.random.key(3), mixture, **RUN)
+    b = ac.fit(jax.random.PRNGKey(3), mixture, **RUN)
+    np.testing.assert_array_equal(a.thetas, b.thetas)
+    np.testing.assert_array_equal(a.risk, b.risk)
+    typed, raw = jax.random.split(jax.random.key(4), 2), jax.random.split(jax.random.PRNGKey(4), 2)
+    np.testing.assert_array_equal(ac.fit_many(typed, mixture, **RUN).theta,
+                                  ac.fit_many(raw, mixture, **RUN).theta)
+    theta0 = np.full((2, 5), 0.1)
+    np.testing.assert_array_equal(
+        ac.fit_sampler(typed, ac.draw_from_mixture, mixture, init=theta0, **RUN).theta,
+        ac.fit_sampler(raw, ac.draw_from_mixture, mixture, init=theta0, **RUN).theta)
+    np.testing.assert_array_equal(ac.init_theta(jax.random.key(5), mixture),
+                                  ac.init_theta(jax.random.PRNGKey(5), mixture))
+
+
+def test_settings_are_keyword_only(key, mixture):
+    with pytest.raises(TypeError):
+        ac.fit(key, mixture, 1.0)
+    with pytest.raises(TypeError):
+        ac.fit_many(jax.random.split(key, 2), mixture, 1.0)
+    with pytest.raises(TypeError):
+        ac.fit_sampler(jax.random.split(key, 2), ac.draw_from_mixture, mixture, np.ones((2, 5)))
+    with pytest.raises(TypeError):
+        ac.init_theta(key, mixture, 2)
+
+
+def test_fit_sampler_trains_as_fit_many(key, mixture):
+    """fit_many(keys) from given heads is fit_sampler on draw_from_mixture with the second
+    half of each seed's key (the first half draws the initial heads)."""
+    keys = jax.random.split(key, 2)
+    theta0 = np.asarray(ac.init_theta(key, mixture))
+    many = ac.fit_many(keys, mixture, init=theta0, **RUN)
+    run_keys = jax.vmap(jax.random.split)(keys)[:, 1]
+    sampled = ac.fit_sampler(run_keys, ac.draw_from_mixture, mixture, init=theta0, **RUN)
+    np.testing.assert_array_equal(sampled.thetas, many.thetas)
+    np.testing.assert_array_equal(sampled.risk, many.risk)
+    assert sampled.n_records == 2
+
+
+def test_fit_sampler_lowers_risk_with_data_per_seed(key):
+    """Two seeds, each drawing rows of its own data set (digits.sample_rows is a sampler)."""
+    from attnclust.digits import sample_rows
+
+    rows = np.stack([2 * np.eye(2, 5), -2 * np.eye(2, 5)]).repeat(50, axis=1)  # (S=2, 100, d=5)
+    rows += 0.3 * np.asarray(jax.random.normal(key, rows.shape))
+    res = ac.fit_sampler(jax.random.split(key, 2), sample_rows, jnp.asarray(rows, jnp.float32),
+                         init=0.01 * np.ones((2, 2, 5)), steps=200, batch=8, L=30, record_every=10,
+                         progress=False, data_per_seed=True)
+    assert res.theta.shape == (2, 2, 5) and res.risk.shape == (2, 20)
+    assert np.all(res.risk[:, -1] < 0.75 * res.risk[:, 0])
+
+
+def test_fit_mixtures(key, mixture):
+    """One run per mixture (K = 2, 4 and 2, padded to 4), H = the largest K by default."""
+    mixes = [mixture, ac.plusminus_mixture(), general_mixture.per_component_sigma_mixture([0.3, 0.7])]
+    run = dict(steps=100, batch=8, L=30, record_every=10, progress=False)
+    res = train.fit_mixtures(key, mixes, **run)
+    assert res.theta.shape == (3, 4, 5) and res.risk.shape == (3, 10) and res.theta0.shape == (3, 4, 5)
+    assert np.all(res.risk[:, -1] < 0.75 * res.risk[:, 0])
+    start = np.full((3, 4, 5), 0.1, np.float32)
+    np.testing.assert_array_equal(train.fit_mixtures(key, mixes, init=start, **run).theta0, start)
+
+
+def test_risk_loss_and_make_step(key, mixture):
+    X = ac.draw_from_mixture(key, mixture, 4, 20)
+    theta = ac.init_theta(key, mixture, init="near")
+    # float32 sums in one order (the same jitted layer): equal to rounding
+    np.testing.assert_allclose(train.risk_loss(theta, X, 1.5), ac.empirical_risk(theta, X, 1.5), rtol=1e-6)
+    step = train.make_step(optax.sgd(0.1), 1.5)
+    (theta1, _), loss = jax.jit(step)((theta, optax.sgd(0.1).init(theta)), X)
+    grad = jax.jit(jax.grad(train.risk_loss))(theta, X, 1.5)
+    np.testing.assert_allclose(loss, ac.empirical_risk(theta, X, 1.5), rtol=1e-6)
+    np.testing.assert_allclose(theta1, theta - 0.1 * grad, rtol=1e-5, atol=1e-7)
+
+
+def _bad_sampler(key, data, batch, L):
+    return jnp.zeros((batch, L))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(init=np.full((2, 5), np.nan)), ValueError, "init"),
+        (dict(init=np.ones((2, 4))), ValueError, "init"),
+        (dict(init=np.ones(5)), ValueError, "init"),
+        (dict(init=np.ones((3, 5)), H=2), ValueError, "init"),
+        (dict(init="huge"), ValueError, "init"),
+        (dict(init=None), TypeError, "init"),
+        (dict(lr=float("nan")), ValueError, "lr"),
+        (dict(lr=float("inf")), ValueError, "lr"),
+        (dict(lr=0.0), ValueError, "lr"),
+        (dict(lr=-1.0), ValueError, "lr"),
+        (dict(optimizer="adam"), TypeError, "optimizer"),
+        (dict(steps=0), ValueError, "steps"),
+        (dict(batch=0), ValueError, "batch"),
+        (dict(L=0), ValueError, "L"),
+        (dict(H=0), ValueError, "H"),
+        (dict(lam=float("nan")), ValueError, "lam"),
+        (dict(lam=-1.0), ValueError, "lam"),
+        (dict(lam=[1.0, 2.0]), ValueError, "lam"),
+        (dict(lam="1"), TypeError, "lam"),
+        (dict(steps=10, record_every=3), ValueError, "record_every"),
+    ],
+)
+def test_fit_refuses(key, mixture, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        ac.fit(key, mixture, **{"steps": 20, "progress": False, **kwargs})
+
+
+def test_fit_refuses_bad_keys_and_mixtures(key, mixture):
+    with pytest.raises(TypeError, match="mixture"):
+        ac.fit(key, None)
+    with pytest.raises(TypeError, match="mixture"):
+        ac.init_theta(key, "mixture")
+    with pytest.raises(ValueError, match="key"):
+        ac.fit(jax.random.split(key, 2), mixture)
+    with pytest.raises(ValueError, match="key"):
+        ac.fit(np.array([0, 1]), mixture)  # int64, not a uint32 key
+    with pytest.raises(ValueError, match="S >= 1"):
+        ac.fit_many(np.zeros((0, 2), np.uint32), mixture)
+    with pytest.raises(ValueError, match="S >= 1"):
+        ac.fit_many(jax.random.split(jax.random.key(0), 0), mixture)
+    with pytest.raises(ValueError, match="keys"):
+        ac.fit_many(key, mixture)  # one key, not (S, 2)
+    with pytest.raises(ValueError, match="lam"):
+        ac.fit_many(jax.random.split(key, 3), mixture, lam=jnp.ones(2))
+    with pytest.raises(ValueError, match="scale"):
+        ac.init_theta(key, mixture, scale=-1.0)
+
+
+def test_fit_sampler_and_fit_mixtures_refuse(key, mixture):
+    keys = jax.random.split(key, 2)
+    with pytest.raises(TypeError, match="draw"):
+        ac.fit_sampler(keys, "sample", mixture, init=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="draw"):
+        ac.fit_sampler(keys, _bad_sampler, None, init=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="init"):
+        ac.fit_sampler(keys, ac.draw_from_mixture, mixture, init=np.ones((3, 2, 5)))
+    with pytest.raises(ValueError, match="init"):
+        ac.fit_sampler(keys, ac.draw_from_mixture, mixture, init=np.ones((2, 4)))
+    with pytest.raises(ValueError, match="data"):
+        ac.fit_sampler(keys, ac.draw_from_mixture, np.ones((3, 4)), init=np.ones((2, 5)), data_per_seed=True)
+    with pytest.raises(TypeError, match="mixtures"):
+        train.fit_mixtures(key, [mixture, "default"])
+    with pytest.raises(ValueError, match="init"):
+        train.fit_mixtures(key, [mixture], init=np.zeros((2, 2, 5)))
+    with pytest.raises(ValueError, match="init"):
+        train.fit_mixtures(key, [mixture], init="near")
+    with pytest.raises(ValueError, match="same d"):
+        train.fit_mixtures(key, [mixture, ac.orthogonal_mixture(d=3)])
+
+
 @pytest.mark.slow
 def test_default_setting_aligns_most_seeds(mixture):
-    """THEORY.md section 5 default: d=5, K=2, L=50, r=2, sigma=0.5, lam=1, 8 seeds.
+    """The book's default setting (chapter "Training dynamics"): d=5, K=2, L=50, r=2,
+    sigma=0.5, lam=1, 8 seeds.
 
     Measured: 8/8 seeds reach per-head |cos| between 0.985 and 0.988 after 2000 Adam
     steps (lr 1e-2, batch 32) from the small random initialisation: near, but not exactly,
@@ -154,8 +316,6 @@ def test_draw_group_divides_and_fits():
 
 def test_drawing_ahead_does_not_change_the_run(monkeypatch, mixture, key):
     """Batches drawn in groups (the default) and one step at a time give the same run."""
-    from attnclust import train
-
     grouped = ac.fit(key, mixture, steps=40, record_every=20, progress=False)
     monkeypatch.setattr(train, "DRAW_FLOATS", 1)  # groups of one step
     jax.clear_caches()

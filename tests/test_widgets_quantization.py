@@ -1,8 +1,7 @@
 """The quantization explorer's callback: a figure for every slider range, validation, the
-masked computation equal to the library's unpadded one, and its speed (95th percentile of
-a slider move below 0.3 s once ``prepare()`` has compiled)."""
-
-import time
+masked computation equal to the library's unpadded one, and every slider move changing the
+figure. (How fast a move is once ``prepare()`` has compiled, against the 0.3 s goal, is
+measured by ``make bench``.)"""
 
 import matplotlib
 
@@ -13,9 +12,8 @@ import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust import variants as V
 from attnclust.widgets import quantization as wq
-from attnclust.widgets import latency_report, time_moves
+from attnclust.widgets import slider_values, time_moves
 from attnclust.widgets._background import BackgroundPrepare
 from attnclust.widgets.quantization import (
     DEFAULTS,
@@ -25,19 +23,14 @@ from attnclust.widgets.quantization import (
     quantization_explorer,
 )
 
-P95_LIMIT_S = 0.3
-"""The issue's bound on a slider move (95th percentile, on the book's 2-core CPU)."""
-
-
 @pytest.fixture(scope="module")
 def prepared():
     """Compile the programs of every K (what the explorer does in the background when it
-    opens); returns the seconds it took."""
-    t0 = time.perf_counter()
+    opens)."""
     wq.prepare()
-    return time.perf_counter() - t0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K", [2, 3, 4])
 def test_draw_returns_figure(K):
     fig = draw_quantization(lam=0.7, r_over_sigma=3.0, K=K, L=60, seed=1)
@@ -72,13 +65,13 @@ def test_masked_equals_library_on_the_prompt(K, L, lam):
     n = max(L, wq.L_MAX)
     X, lab, mus = ac.sample_in_context(jax.random.PRNGKey(seed), K, max(K, 2), 2.0, sigma, 1, n)
     X, lab = X[:, :L], lab[:, :L]
-    own = V.own_centroids(mus, lab)
+    own = ac.own_centroids(mus, lab)
     np.testing.assert_allclose(data["X"], X[0], atol=1e-5)
     np.testing.assert_array_equal(data["labels"], lab[0])
     Q = ac.identity_attention(X, lam)
     np.testing.assert_allclose(data["Q"], Q[0], atol=1e-5)
     assert data["distortion"] == pytest.approx(float(ac.distortion(Q, own)), rel=1e-5, abs=1e-7)
-    assert data["ari"] == pytest.approx(float(ac.adjusted_rand(lab, V.nearest_centroid(Q, mus))[0]))
+    assert data["ari"] == pytest.approx(float(ac.adjusted_rand(lab, ac.nearest_centroid(Q, mus))[0]))
     curve = [float(ac.distortion(ac.identity_attention(X, float(l)), own)) for l in LAM_GRID]
     np.testing.assert_allclose(data["curve"], curve, rtol=1e-5, atol=1e-7)
 
@@ -111,8 +104,8 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
+@pytest.mark.slow
 def test_explorer_builds(prepared):
-    pytest.importorskip("ipywidgets")
     w = quantization_explorer()
     assert w.children  # sliders and the output area
     if w.prepare_thread is not None:
@@ -129,11 +122,10 @@ def _data_of(fig):
     return np.concatenate(parts)
 
 
-def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
+@pytest.mark.slow
+def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
-    from the defaults, after ``prepare()``: p95 below 0.3 s, and every move changes the
-    figure's data."""
-    pytest.importorskip("ipywidgets")
+    from the defaults, after ``prepare()``: every move changes the figure's data."""
     box = quantization_explorer()  # its background prepare() finds nothing left to do
     plt.close("all")
     fig = draw_quantization(**DEFAULTS)
@@ -145,8 +137,7 @@ def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
         plt.close(fig)
         assert base.shape != moved.shape or not np.allclose(base, moved), (name, value)
 
-    times = time_moves(lambda **move: draw_quantization(**{**DEFAULTS, **move}), box.sliders,
+    moves = time_moves(lambda **move: draw_quantization(**{**DEFAULTS, **move}), box.sliders,
                        DEFAULTS, changed)
-    p95, report = latency_report(times)
-    print(f"prepare {prepared:.1f} s; {report}")
-    assert p95 < P95_LIMIT_S, report
+    for name, control in box.sliders.items():  # every value but the default's (if on the grid)
+        assert sum(n == name for n, _ in moves) >= len(slider_values(control)) - 1, name

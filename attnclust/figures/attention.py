@@ -1,4 +1,6 @@
-"""Figures of the preface and of the chapter "Attention as soft pooling" (THEORY.md §2, §4).
+"""Figures of the preface and of the chapter "Attention as soft pooling" (chapters/attention.md:
+the rank-one heads, def-rank-one-heads; the tilting lemma, lem-tilting; the large-L head
+limit, prop-head-limit).
 
 - ``preface-layers``: one 2-D prompt, the two-head layer's outputs and the identity layer's
   outputs side by side (:func:`layer_outputs_demo`);

@@ -17,8 +17,10 @@ import numpy as np
 
 import attnclust as ac
 
-from .. import baselines, symbolic
-from .. import variants as V
+from .. import baselines, general_mixture, stationary, symbolic
+from ..digits import load_digits_pca, sample_rows
+from ..limits import general_identity_limit
+from ..train import fit_mixtures
 from ._registry import register
 
 D, R, SIGMA, L, LAM = 5, 2.0, 0.5, 50, 1.0
@@ -43,11 +45,11 @@ def settings() -> dict:
     return {
         "default": m,
         "unequal weights (0.8, 0.2)": ac.orthogonal_mixture(K=2, d=D, r=R, sigma=SIGMA, weights=[0.8, 0.2]),
-        "unequal variances (0.3, 0.7)": V.per_component_sigma_mixture([0.3, 0.7], r=R, d=D),
-        "anisotropic (0.8 along, 0.3 across)": V.anisotropic_mixture(r=R, d=D, along=0.8, across=0.3),
-        "centroids at 60 degrees": V.angled_mixture(math.pi / 3, r=R, sigma=SIGMA, d=D),
+        "unequal variances (0.3, 0.7)": general_mixture.per_component_sigma_mixture([0.3, 0.7], r=R, d=D),
+        "anisotropic (0.8 along, 0.3 across)": general_mixture.anisotropic_mixture(r=R, d=D, along=0.8, across=0.3),
+        "centroids at 60 degrees": ac.angled_mixture(math.pi / 3, r=R, sigma=SIGMA, d=D),
         "centred K=2 (antipodal)": m.centred(),
-        "centred K=4 (+-r e1, +-r e2)": V.plusminus_mixture(r=R, sigma=SIGMA, d=D),
+        "centred K=4 (+-r e1, +-r e2)": ac.plusminus_mixture(r=R, sigma=SIGMA, d=D),
     }
 
 
@@ -66,7 +68,7 @@ def span_coverage(theta: np.ndarray, centroids: np.ndarray) -> float:
 
 
 def _as_general(m):
-    return m if isinstance(m, V.GeneralMixture) else V.GeneralMixture.from_gaussian(m)
+    return m if isinstance(m, general_mixture.GeneralMixture) else general_mixture.GeneralMixture.from_gaussian(m)
 
 
 @lru_cache(maxsize=None)
@@ -77,27 +79,30 @@ def results(size: str = "small") -> dict:
     s = _size(size)
     key = jax.random.PRNGKey(11)
     k_fit, k_data, k_var, k_dig, k_dfit = jax.random.split(key, 5)
+    k_base = jax.random.fold_in(key, 99)  # k-means restarts and the label-free read-out
     sets = settings()
-    thetas, risks = V.fit_mixtures(k_fit, list(sets.values()), H=2, lam=LAM, steps=s["steps"], batch=s["batch"], L=L)
+    trained = fit_mixtures(k_fit, list(sets.values()), H=2, lam=LAM, steps=s["steps"], batch=s["batch"], L=L,
+                           record_every=s["steps"] // 20, progress=False)
+    thetas, risks = trained.theta, trained.risk
     rows = {}
     for i, (name, m) in enumerate(sets.items()):
         g = _as_general(m)
         mu = g.centroids
-        X, lab = V.sample_general(jax.random.fold_in(k_data, i), g, s["n"], L)
+        X, lab = general_mixture.sample_general(jax.random.fold_in(k_data, i), g, s["n"], L)
         theta = thetas[i]
         sig_eff2 = g.noise_floor() / g.d
-        stack = V.identity_stack(X, STACK_LS / sig_eff2, STACK_DEPTH)
+        stack = ac.identity_stack(X, STACK_LS / sig_eff2, STACK_DEPTH)
         row = {
             "cos": ac.alignment(theta, mu),
             "coverage": span_coverage(theta, mu),
             "ari_heads": float(np.mean(ac.adjusted_rand(lab, ac.head_assignments(theta, X)))),
-            "ari_identity_oracle": float(np.mean(ac.adjusted_rand(lab, V.nearest_centroid(ac.identity_attention(X, LAM_ID), mu)))),
-            "ari_identity_free": float(np.mean(ac.adjusted_rand(lab, V.output_clusters(stack[-1], g.K)))),
-            "ari_kmeans": float(np.mean(ac.adjusted_rand(lab, V.kmeans_per_prompt_jax(X, g.K)[0]))),
+            "ari_identity_oracle": float(np.mean(ac.adjusted_rand(lab, ac.nearest_centroid(ac.identity_attention(X, LAM_ID), mu)))),
+            "ari_identity_free": float(np.mean(ac.adjusted_rand(lab, baselines.output_clusters(k_base, stack[-1], g.K)))),
+            "ari_kmeans": float(np.mean(ac.adjusted_rand(lab, baselines.kmeans_per_prompt_jax(k_base, X, g.K)[0]))),
             "risk_final": float(risks[i, -1]),
         }
         if isinstance(m, ac.GaussianMixture):
-            th_inf, r_inf = V.large_L_minimiser(theta, m, LAM)
+            th_inf, r_inf = stationary.large_L_minimiser(theta, m, LAM)
             row.update(cos_inf=ac.alignment(th_inf, mu), coverage_inf=span_coverage(th_inf, mu),
                        risk_inf=r_inf, theta_inf=th_inf)
         row["theta"] = theta
@@ -108,70 +113,70 @@ def results(size: str = "small") -> dict:
     start = np.zeros((2, 2, D))
     start[:, 0, 0] = start[:, 1, 1] = 0.9
     start = start + 0.05 * np.asarray(jax.random.normal(jax.random.fold_in(k_fit, 99), start.shape))
-    near, _ = V.fit_mixtures(jax.random.fold_in(k_fit, 7), [sets[n] for n in near_names], H=2, lam=LAM,
-                             steps=s["near_steps"], batch=s["batch"], L=L, theta0=start)
+    near = fit_mixtures(jax.random.fold_in(k_fit, 7), [sets[n] for n in near_names], H=2, lam=LAM,
+                        steps=s["near_steps"], batch=s["batch"], L=L, init=start,
+                        record_every=s["near_steps"] // 20, progress=False).theta
     for n, th_n in zip(near_names, near):
         out[f"near {n}"] = ac.alignment(th_n, np.eye(2, D))
-        th_inf, r_inf = V.large_L_minimiser(np.eye(2, D) * 0.9, sets[n], LAM)
+        th_inf, r_inf = stationary.large_L_minimiser(np.eye(2, D) * 0.9, sets[n], LAM)
         out[f"near_inf {n}"] = ac.alignment(th_inf, np.eye(2, D))
         out[f"near_inf_risk {n}"] = r_inf
     # symmetry check: off-manifold gradient of R_inf at an aligned point, default vs +-
     th = np.zeros((2, D))
     th[0, 0] = th[1, 1] = 0.9
     for name in ("default", "centred K=4 (+-r e1, +-r e2)"):
-        _, grad = V._risk_and_grad(jnp.asarray(th, jnp.float32), sets[name], LAM)
+        _, grad = stationary.risk_and_grad(th, sets[name], LAM)
         out[f"offgrad {name}"] = float(np.asarray(grad)[0, 1])
     # unequal variances: identity attention's large-L map, finite L, capture by the wide cloud
     gv = sets["unequal variances (0.3, 0.7)"]
     lams = np.geomspace(0.1, 4.0, s["n_lam"])
-    Z, labz = V.sample_general(k_var, gv, 1, s["n_mc"])
+    Z, labz = general_mixture.sample_general(k_var, gv, 1, s["n_mc"])
     Z, labz = Z[0], np.asarray(labz[0])
     own = gv.centroids[labz]
-    Xl, labl = V.sample_general(jax.random.fold_in(k_var, 1), gv, s["n_long"], s["L_long"])
-    own_l = V.own_centroids(gv.centroids, labl)
+    Xl, labl = general_mixture.sample_general(jax.random.fold_in(k_var, 1), gv, s["n_long"], s["L_long"])
+    own_l = ac.own_centroids(gv.centroids, labl)
     narrow_l = np.asarray(labl) == 0
     iso = ac.GaussianMixture(jnp.asarray(gv.weights), jnp.asarray(gv.centroids), math.sqrt(gv.noise_floor() / D))
     var = {k: [] for k in ("D_general", "D_isotropic", "D_long", "capture_general", "capture_long")}
     for lam in lams:
-        q = np.asarray(V.general_identity_limit(Z, gv, float(lam)))
+        q = np.asarray(general_identity_limit(Z, gv, float(lam)))
         var["D_general"].append(float(np.mean(np.sum((q - own) ** 2, -1))))
         qi = np.asarray(ac.identity_limit(Z, iso, float(lam)))
         var["D_isotropic"].append(float(np.mean(np.sum((qi - own) ** 2, -1))))
         ql = ac.identity_attention(Xl, float(lam), block=100)
         var["D_long"].append(float(ac.distortion(ql, own_l)))
         # narrow cloud's tokens (component 0) whose output is nearest the wide centroid
-        var["capture_general"].append(float(np.mean(np.asarray(V.nearest_centroid(q, gv.centroids))[labz == 0] == 1)))
-        var["capture_long"].append(float(np.mean(np.asarray(V.nearest_centroid(ql, gv.centroids))[narrow_l] == 1)))
+        var["capture_general"].append(float(np.mean(np.asarray(ac.nearest_centroid(q, gv.centroids))[labz == 0] == 1)))
+        var["capture_long"].append(float(np.mean(np.asarray(ac.nearest_centroid(ql, gv.centroids))[narrow_l] == 1)))
     out["var_lams"] = lams
     out["var"] = {k: np.asarray(v) for k, v in var.items()}
     out["var_L_long"] = s["L_long"]
     # digits: classes 0 and 1, d = 5 principal directions (uncentred projection)
-    Xd, yd, means = V.load_digits_pca(classes=(0, 1), n_components=D)
+    Xd, yd, means = load_digits_pca(classes=(0, 1), n_components=D)
     out["digits_X"], out["digits_y"], out["digits_means"] = Xd, yd, means
     out["digits_cos_means"] = float(np.dot(means[0], means[1]) / np.prod(np.linalg.norm(means, axis=1)))
     out["digits_spread"] = [float(np.mean(np.sum((Xd[yd == c] - means[c]) ** 2, -1)) / D) for c in range(2)]
     Xd_j = jnp.asarray(Xd)
-    def rows(k, b, L_):  # prompts of L_ digit images drawn with replacement
-        return V.sample_rows(k, Xd_j, b, L_)
-
-    fit = V.fit_sampler(k_dfit, rows, 0.01 * jax.random.normal(k_dfit, (2, D)), lam=LAM,
-                        steps=s["steps"], batch=s["batch"], L=L)
-    out["digits_theta"] = fit.theta
-    P, lab = V.sample_rows(k_dig, Xd_j, s["n"], L, labels=jnp.asarray(yd))
+    # prompts of L digit images drawn with replacement: sample_rows(key, data, batch, L) is a sampler
+    fit = ac.fit_sampler(k_dfit[None], sample_rows, Xd_j, init=0.01 * jax.random.normal(k_dfit, (2, D)),
+                         lam=LAM, steps=s["steps"], batch=s["batch"], L=L, record_every=s["steps"] // 20,
+                         progress=False)
+    out["digits_theta"] = theta_digits = fit.theta[0]
+    P, lab = sample_rows(k_dig, Xd_j, s["n"], L, labels=jnp.asarray(yd))
     sig_eff2 = float(np.mean(out["digits_spread"]))
-    stack = V.identity_stack(P, STACK_LS / sig_eff2, STACK_DEPTH)
+    stack = ac.identity_stack(P, STACK_LS / sig_eff2, STACK_DEPTH)
     nb = s["n_base"]
-    km_lab, _ = baselines.kmeans_per_prompt(P[:nb], 2, seed=0)
-    em_lab, _ = baselines.em_per_prompt(P[:nb], 2, seed=0)
+    km_lab, _ = baselines.kmeans_per_prompt(k_base, P[:nb], 2)
+    em_lab, _ = baselines.em_per_prompt(k_base, P[:nb], 2)
     out["digits_ari"] = {
-        "trained layer (heads)": float(np.mean(ac.adjusted_rand(lab, ac.head_assignments(fit.theta, P)))),
+        "trained layer (heads)": float(np.mean(ac.adjusted_rand(lab, ac.head_assignments(theta_digits, P)))),
         "identity, oracle (class means)": float(np.mean(ac.adjusted_rand(
-            lab, V.nearest_centroid(ac.identity_attention(P, LAM_ID), jnp.asarray(means, jnp.float32))))),
-        "identity stack, label-free": float(np.mean(ac.adjusted_rand(lab, V.output_clusters(stack[-1], 2)))),
+            lab, ac.nearest_centroid(ac.identity_attention(P, LAM_ID), jnp.asarray(means, jnp.float32))))),
+        "identity stack, label-free": float(np.mean(ac.adjusted_rand(lab, baselines.output_clusters(k_base, stack[-1], 2)))),
         "k-means": float(np.mean(ac.adjusted_rand(lab[:nb], km_lab))),
         "EM": float(np.mean(ac.adjusted_rand(lab[:nb], em_lab))),
     }
-    out["digits_cos"] = ac.alignment(fit.theta, means)
+    out["digits_cos"] = ac.alignment(theta_digits, means)
     return out
 
 

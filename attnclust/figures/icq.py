@@ -1,4 +1,6 @@
-"""Figures of the chapter "In-context quantization experiments" (THEORY.md section 6).
+"""Figures of the chapter "In-context quantization experiments" (chapters/icq_experiments.md;
+the theory they test is in chapters/quantization.md: def-identity-attention,
+prop-identity-limit, thm-distortion-bound).
 
 Every figure draws from :func:`results`, computed once per ``size`` and cached, so that the
 chapter's numbers (read with ``results()``) and its figures come from the same arrays.
@@ -18,7 +20,6 @@ import numpy as np
 import attnclust as ac
 
 from .. import baselines, symbolic
-from .. import variants as V
 from ._registry import register
 
 K, D, R, SIGMA, L, LAM = 2, 5, 2.0, 0.5, 50, 1.0
@@ -49,12 +50,12 @@ def trained_theta(seed: int = 0, steps: int = 2000) -> np.ndarray:
 
 
 def _outputs_distortion(out, labels, centroids) -> float:
-    return float(ac.distortion(out, V.own_centroids(centroids, labels)))
+    return float(ac.distortion(out, ac.own_centroids(centroids, labels)))
 
 
 def _centre_distortion(labels_pred, centres, labels, centroids) -> float:
     """Distortion of a clusterer that quantizes each token to its estimated centre."""
-    q = V.own_centroids(jnp.asarray(centres, jnp.float32), jnp.asarray(labels_pred))
+    q = ac.own_centroids(jnp.asarray(centres, jnp.float32), jnp.asarray(labels_pred))
     return _outputs_distortion(q, labels, centroids)
 
 
@@ -68,6 +69,7 @@ def results(size: str = "small") -> dict:
     out: dict = {"size": size, "K": K, "d": D, "r": R, "sigma": SIGMA, "L": L, "lam": LAM}
     key = jax.random.PRNGKey(7)
     k_ic, k_long, k_fix, k_rho, k_2d = jax.random.split(key, 5)
+    k_base = jax.random.fold_in(key, 99)  # k-means / EM restarts and the label-free read-out
     X, lab, mus = ac.sample_in_context(k_ic, K, D, R, SIGMA, s["n"], L)
     lams = np.geomspace(0.05, 4.0, s["n_lam"])
     out["lams"] = lams
@@ -91,8 +93,8 @@ def results(size: str = "small") -> dict:
     # baselines (scikit-learn, prompt by prompt) on the first n_base prompts
     nb = s["n_base"]
     Xb, labb, musb = X[:nb], lab[:nb], mus[:nb]
-    km_lab, km_c = baselines.kmeans_per_prompt(Xb, K, seed=0)
-    em_lab, em_c = baselines.em_per_prompt(Xb, K, seed=0)
+    km_lab, km_c = baselines.kmeans_per_prompt(k_base, Xb, K)
+    em_lab, em_c = baselines.em_per_prompt(k_base, Xb, K)
     out["D_kmeans"] = _centre_distortion(km_lab, km_c, labb, musb)
     out["D_em"] = _centre_distortion(em_lab, em_c, labb, musb)
     # the trained two-head layer: on its own fixed mixture and on in-context prompts
@@ -103,37 +105,37 @@ def results(size: str = "small") -> dict:
     out["D_trained_fixed"] = _outputs_distortion(ac.two_head_layer(theta, Xf, LAM), labf, mixture.centroids)
     out["D_trained_ic"] = _outputs_distortion(ac.two_head_layer(theta, X, LAM), lab, mus)
     # ARI (mean over prompts) of every assignment rule at the default setting
-    stack = V.identity_stack(X, lam_stack, STACK_DEPTH)
+    stack = ac.identity_stack(X, lam_stack, STACK_DEPTH)
     ari = {
         "trained layer, fixed mixture": ac.adjusted_rand(labf, ac.head_assignments(theta, Xf)),
         "trained layer, in-context": ac.adjusted_rand(lab, ac.head_assignments(theta, X)),
-        "identity, oracle": ac.adjusted_rand(lab, V.nearest_centroid(Q_b, mus)),
-        "identity stack, label-free": ac.adjusted_rand(lab, V.output_clusters(stack[-1], K)),
+        "identity, oracle": ac.adjusted_rand(lab, ac.nearest_centroid(Q_b, mus)),
+        "identity stack, label-free": ac.adjusted_rand(lab, baselines.output_clusters(k_base, stack[-1], K)),
         "k-means": ac.adjusted_rand(labb, km_lab),
         "EM": ac.adjusted_rand(labb, em_lab),
-        "nearest true centroid": ac.adjusted_rand(lab, V.nearest_centroid(X, mus)),
+        "nearest true centroid": ac.adjusted_rand(lab, ac.nearest_centroid(X, mus)),
     }
     out["ari"] = {k: float(np.mean(v)) for k, v in ari.items()}
     out["ari_sd"] = {k: float(np.std(v)) for k, v in ari.items()}
     # the JAX twins of the baselines against the reference ones, same prompts
-    out["ari_kmeans_jax"] = float(np.mean(ac.adjusted_rand(labb, V.kmeans_per_prompt_jax(Xb, K)[0])))
-    out["ari_em_jax"] = float(np.mean(ac.adjusted_rand(labb, V.em_per_prompt_jax(Xb, K)[0])))
+    out["ari_kmeans_jax"] = float(np.mean(ac.adjusted_rand(labb, baselines.kmeans_per_prompt_jax(k_base, Xb, K)[0])))
+    out["ari_em_jax"] = float(np.mean(ac.adjusted_rand(labb, baselines.em_per_prompt_jax(k_base, Xb, K)[0])))
     # oracle assignment of Q(X) versus nearest true centroid of X: agreement per token
-    out["oracle_agreement"] = float(np.mean(np.asarray(V.nearest_centroid(Q_b, mus)) == np.asarray(V.nearest_centroid(X, mus))))
+    out["oracle_agreement"] = float(np.mean(np.asarray(ac.nearest_centroid(Q_b, mus)) == np.asarray(ac.nearest_centroid(X, mus))))
     # separation sweep: r = 2 fixed, sigma = r / rho, lam = the bound's best lam there
     sweep = {k: [] for k in ("k-means", "EM", "identity, oracle", "identity stack, label-free", "nearest true centroid", "lam")}
     for i, rho in enumerate(s["rhos"]):
         sig = R / rho
         lam_r = symbolic.best_lambda_bound(R, sig, D)["lam_bound"]
         Xr, labr, musr = ac.sample_in_context(jax.random.fold_in(k_rho, i), K, D, R, sig, s["n_rho"], L)
-        Qr = V.identity_stack(Xr, STACK_LS / sig**2, STACK_DEPTH)
+        Qr = ac.identity_stack(Xr, STACK_LS / sig**2, STACK_DEPTH)
         Q1 = ac.identity_attention(Xr, lam_r)
         sweep["lam"].append(lam_r)
-        sweep["k-means"].append(np.mean(ac.adjusted_rand(labr, V.kmeans_per_prompt_jax(Xr, K)[0])))
-        sweep["EM"].append(np.mean(ac.adjusted_rand(labr, V.em_per_prompt_jax(Xr, K)[0])))
-        sweep["identity, oracle"].append(np.mean(ac.adjusted_rand(labr, V.nearest_centroid(Q1, musr))))
-        sweep["identity stack, label-free"].append(np.mean(ac.adjusted_rand(labr, V.output_clusters(Qr[-1], K))))
-        sweep["nearest true centroid"].append(np.mean(ac.adjusted_rand(labr, V.nearest_centroid(Xr, musr))))
+        sweep["k-means"].append(np.mean(ac.adjusted_rand(labr, baselines.kmeans_per_prompt_jax(k_base, Xr, K)[0])))
+        sweep["EM"].append(np.mean(ac.adjusted_rand(labr, baselines.em_per_prompt_jax(k_base, Xr, K)[0])))
+        sweep["identity, oracle"].append(np.mean(ac.adjusted_rand(labr, ac.nearest_centroid(Q1, musr))))
+        sweep["identity stack, label-free"].append(np.mean(ac.adjusted_rand(labr, baselines.output_clusters(k_base, Qr[-1], K))))
+        sweep["nearest true centroid"].append(np.mean(ac.adjusted_rand(labr, ac.nearest_centroid(Xr, musr))))
     out["rhos"] = np.asarray(s["rhos"])
     out["sweep"] = {k: np.asarray(v) for k, v in sweep.items()}
     # stacked identity layers: spread within clusters, distance between cluster means, ARI
@@ -143,18 +145,18 @@ def results(size: str = "small") -> dict:
     out["depth"] = depth
     spreads, gaps, aris = [], [], []
     for lam in stack_lams:
-        st = np.asarray(V.identity_stack(X, lam, depth))
-        spreads.append(V.within_spread(st, lab, K))
+        st = np.asarray(ac.identity_stack(X, lam, depth))
+        spreads.append(ac.within_spread(st, lab, K))
         one = np.asarray(lab)[..., None] == np.arange(K)
         m = np.einsum("nlk,tnld->tnkd", one, st) / one.sum(axis=1)[None, :, :, None]
         gaps.append(np.mean(np.linalg.norm(m[:, :, 0] - m[:, :, 1], axis=-1), axis=-1))
-        aris.append(float(np.mean(ac.adjusted_rand(lab, V.output_clusters(jnp.asarray(st[-1]), K)))))
+        aris.append(float(np.mean(ac.adjusted_rand(lab, baselines.output_clusters(k_base, jnp.asarray(st[-1]), K)))))
     out["spread"] = np.asarray(spreads)
     out["gap"] = np.asarray(gaps)
     out["stack_ari"] = np.asarray(aris)
     # a 2-D prompt (d = 2) for the trajectories
     X2, lab2, mus2 = ac.sample_in_context(k_2d, K, 2, R, SIGMA, 1, 60)
-    out["traj"] = np.asarray(V.identity_stack(X2, LAM, 8))[:, 0]
+    out["traj"] = np.asarray(ac.identity_stack(X2, LAM, 8))[:, 0]
     out["traj_labels"] = np.asarray(lab2[0])
     out["traj_centroids"] = np.asarray(mus2[0])
     # the 2-D illustration of the trained layer: fixed mixture, and one in-context prompt

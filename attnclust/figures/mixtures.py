@@ -1,4 +1,5 @@
-"""Figures of the chapter "Gaussian mixtures and clustering" (THEORY.md sections 1 and 7).
+"""Figures of the chapter "Gaussian mixtures and clustering" (chapters/mixtures.md: the
+mixture, def-mixture; distortion and the clustering measures, def-distortion).
 
 - ``mixture-prompts``: prompts from one fixed mixture beside in-context prompts, each
   projected on its own first two centroid directions;
@@ -102,11 +103,12 @@ def baseline_scores(
     sem = {k + "_sem": [] for k in out}
     keys = jax.random.split(jax.random.PRNGKey(seed), len(seps))
     for key, sep in zip(keys, seps):
-        X, lab, mu = sample_in_context(key, K, d, float(sep) * sigma, sigma, n_prompts, L)
+        k_data, k_fit = jax.random.split(key)
+        X, lab, mu = sample_in_context(k_data, K, d, float(sep) * sigma, sigma, n_prompts, L)
         X, lab, mu = np.asarray(X), np.asarray(lab), np.asarray(mu)
         true_c = np.take_along_axis(mu, lab[..., None], axis=1)  # (n, L, d)
         for name, func in (("kmeans", kmeans_per_prompt), ("em", em_per_prompt)):
-            pred, centres = func(X, K, seed=seed)
+            pred, centres = func(k_fit, X, K)
             ari = np.asarray(adjusted_rand(lab, pred), float)
             est = np.take_along_axis(centres, pred[..., None], axis=1)
             dist = np.mean(np.sum((est - true_c) ** 2, axis=-1), axis=-1)

@@ -24,6 +24,11 @@ def load_results(size: str = "small", path: str | Path | None = None) -> dict:
     if path is None:
         gpu = _BENCH / "results_gpu.json"
         path = gpu if size == "full" and gpu.is_file() else _BENCH / "results.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"the benchmark results {path} are not here: the performance figures read "
+                "benchmarks/results.json of a repository checkout (written by `make bench`); "
+                "run from a checkout or pass path=")
     results = json.loads(Path(path).read_text())
     validate(results)
     return results

@@ -1,4 +1,5 @@
-"""Figures of the chapter "Training dynamics" (THEORY.md section 5).
+"""Figures of the chapter "Training dynamics" (chapters/training_dynamics.md; the stationary
+points training meets are in chapters/population_risk.md: prop-gradient, prop-aligned).
 
 Every figure trains through :mod:`attnclust.sweeps` (one ``fit_many`` call per setting, all
 seeds at once, cached per process) at ``size`` "small" (CPU, the book) or "full" (paper

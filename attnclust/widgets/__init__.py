@@ -75,6 +75,8 @@ _MODULES = ("mixture", "training", "quantization")
 
 
 def __getattr__(name):
+    if name.startswith("__"):  # __all__, __path__ ...: never from a submodule
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     for module in _MODULES:
         try:
             mod = importlib.import_module(f"{__name__}.{module}")

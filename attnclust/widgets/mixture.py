@@ -10,6 +10,7 @@ library function: the chapter calls it for the static figure at the default valu
 
 from __future__ import annotations
 
+import jax
 import matplotlib.axes
 import matplotlib.figure
 import numpy as np
@@ -25,7 +26,7 @@ L_TOKENS = 200
 """Tokens per prompt in the explorer."""
 
 DEFAULTS = dict(K=2, r_over_sigma=4.0, weight=0.5, d=5, seed=0)
-"""The explorer's default slider values (the book's default mixture: r = 2, sigma = 0.5)."""
+"""The explorer's default slider values (the book's default mixture, r = 2 and sigma = 0.5)."""
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
@@ -93,7 +94,7 @@ def draw_mixture(
         The matplotlib figure (not registered with pyplot, so it is shown once).
     """
     X, labels, centroids = sample_prompt(K, r_over_sigma, weight, d, seed)
-    km_labels, centres = kmeans_per_prompt(X[None], K, seed=int(seed))
+    km_labels, centres = kmeans_per_prompt(jax.random.PRNGKey(int(seed)), X[None], K)
     km_labels, centres = km_labels[0], centres[0]
     if ax is None:
         fig = matplotlib.figure.Figure(figsize=(5.2, 4.6), layout="constrained")

@@ -9,7 +9,7 @@ kernel.
 
 Speed: a prompt of L tokens is the first L tokens of a prompt of ``L_MAX`` tokens (the
 L slider's largest value), and identity attention runs on the full ``L_MAX`` array with
-the keys beyond L masked out (``attention._identity_rows`` with a key mask, equal to
+the keys beyond L masked out (``identity_attend`` with a ``key_mask``, equal to
 ``attnclust.identity_attention`` of the L tokens up to float rounding; tested). So the
 array shapes depend on K only: :func:`prepare` compiles the three programs (K = 2, 3, 4)
 and :func:`quantization_explorer` starts it in a background thread when it opens; after
@@ -33,9 +33,7 @@ from matplotlib.ticker import FormatStrFormatter, NullFormatter
 import attnclust as ac
 
 from .. import _validate as v
-from ..attention import _identity_rows
 from .. import symbolic
-from .. import variants as V
 from ._background import BackgroundPrepare
 
 R = 2.0
@@ -48,7 +46,7 @@ LAM_GRID = np.geomspace(0.05, 4.0, 12)
 """Temperatures of the right panel's distortion curve."""
 
 L_MAX = 400
-"""The L slider's largest value: every prompt of at most ``L_MAX`` tokens is the start of
+"""The L slider's largest value. Every prompt of at most ``L_MAX`` tokens is the start of
 the ``L_MAX``-token prompt of its (K, seed) (longer prompts are drawn at their length)."""
 
 K_VALUES = (2, 3, 4)
@@ -84,7 +82,7 @@ def _draw_prompt(K: int, n: int, seed: int):
     prompt axis of 1): tokens, labels, centroids, each token's own centroid."""
     d = max(K, 2)
     X, lab, mus = ac.sample_in_context(jax.random.PRNGKey(seed), K, d, R, 1.0, 1, n)
-    return tuple(np.asarray(a) for a in (X, lab, mus, V.own_centroids(mus, lab)))
+    return tuple(np.asarray(a) for a in (X, lab, mus, ac.own_centroids(mus, lab)))
 
 
 _prompt = lru_cache(maxsize=64)(_draw_prompt)
@@ -96,8 +94,8 @@ rescaled instead)."""
 def _quantize(X, own, mask, lam, lams):
     """Identity attention of the masked prompt at ``lam``, its distortion, and the
     distortion at every temperature of ``lams`` (one compiled call per shape)."""
-    Q = _identity_rows(X, X, lam, mask)
-    curve = jax.vmap(lambda l: ac.distortion(_identity_rows(X, X, l, mask), own, mask))(lams)
+    Q = ac.identity_attend(X, X, lam, key_mask=mask)
+    curve = jax.vmap(lambda l: ac.distortion(ac.identity_attend(X, X, l, key_mask=mask), own, mask))(lams)
     return Q, ac.distortion(Q, own, mask), curve
 
 
@@ -115,7 +113,7 @@ def _data(lam, r_over_sigma, K, L, seed, prompt) -> dict:
     X = own + sigma * (X1 - own)
     mask = np.arange(n) < L
     Q, dist, curve = _quantize(X, own, mask, float(lam), jnp.asarray(LAM_GRID, jnp.float32))
-    pred = np.asarray(V.nearest_centroid(Q, mus))[:, :L]
+    pred = np.asarray(ac.nearest_centroid(Q, mus))[:, :L]
     Q = np.asarray(Q)
     out = {
         "X": X[0, :L], "labels": lab[0, :L], "centroids": mus[0], "Q": Q[0, :L],
@@ -179,7 +177,7 @@ _background = BackgroundPrepare(prepare, name="attnclust-quantization-prepare")
 prepare_in_background = _background.start
 """Start :func:`prepare` in a daemon thread (once per process) and return the thread, or
 None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
-(:class:`._background.BackgroundPrepare`)."""
+(``attnclust.widgets._background.BackgroundPrepare``)."""
 
 
 def draw_quantization(

@@ -131,7 +131,7 @@ _tokens = lru_cache(maxsize=64)(_sample_tokens)
 
 
 def _curves_of(run: FitResult, d: int):
-    """(steps, |cos| per head (n, H), risk (n,), heads (n+1, H, d)) of one run."""
+    """(steps, ``|cos|`` per head (n, H), risk (n,), heads (n+1, H, d)) of one run."""
     mu = orthogonal_mixture(K=2, d=d, r=R, sigma=1.0).centroids
     thetas = np.concatenate([run.theta0[None], run.thetas], axis=0)
     return run.steps, alignment(run.thetas, mu), run.risk, thetas
@@ -166,7 +166,7 @@ def prepare(stop: threading.Event | None = None) -> None:
     """Compile what a slider move can need, so that no move waits for compilation: the
     training program of every (d, L) in ``DIMS`` x ``LENGTHS`` (each through one real run
     of the budget, by the same ``fit`` call as a move), the initialisation of every regime
-    at every d, and the token sample of every d (:func:`_prepare_jobs`). Takes seconds per
+    at every d, and the token sample of every d (``_prepare_jobs``). Takes seconds per
     program; the results are not cached (the figure of a later move is trained afresh, as
     without ``prepare``), and what this process has compiled already is skipped. Safe to
     run in a background thread while the explorer's callbacks run: each shape's training
@@ -191,7 +191,7 @@ _background = BackgroundPrepare(prepare, name="attnclust-training-prepare")
 prepare_in_background = _background.start
 """Start :func:`prepare` in a daemon thread (once per process) and return the thread, or
 None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
-(:class:`._background.BackgroundPrepare`)."""
+(``attnclust.widgets._background.BackgroundPrepare``)."""
 
 
 def _build(fig: matplotlib.figure.Figure) -> dict:
@@ -234,7 +234,7 @@ def draw_training(
     init: str = DEFAULTS["init"],
     fig: matplotlib.figure.Figure | None = None,
 ) -> matplotlib.figure.Figure:
-    """Draw one training run: |cos| of each head with its matched centroid and the minibatch
+    """Draw one training run: ``|cos|`` of each head with its matched centroid and the minibatch
     risk against the step (left), and the heads' paths in the plane of the two centroids
     over a sample of tokens (right). ``lam`` and ``r_over_sigma`` snap to ``LAMS`` and
     ``SEPARATIONS``; ``d``, ``L``, ``seed``, ``init`` must be grid values.
