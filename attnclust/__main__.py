@@ -3,13 +3,18 @@
     python -m attnclust reproduce --list
     python -m attnclust reproduce NAME [NAME ...] --out DIR [--size small|full] [--no-pdf]
     python -m attnclust reproduce all --out DIR
+    python -m attnclust assignments build|grade ...   (needs the [assignments] extra)
 
 ``reproduce`` redraws the book's figures by name from ``attnclust.figures`` and writes
 DIR/NAME.png and DIR/NAME.pdf. Unknown names exit with status 2 and the list of known ones.
+``assignments`` is :mod:`attnclust.assignments`' command line; without its extra it exits
+with status 1 and one line naming the extra to install.
 
 Adding a subcommand: write ``_add_<name>(sub)`` that calls ``sub.add_parser(...)`` and sets
 ``func`` with ``parser.set_defaults(func=...)`` (a function ``args -> int`` exit status),
 then append it to ``SUBCOMMANDS`` (or call ``add_subcommands`` from a module of your own).
+Import what the subcommand needs inside ``func``, not at module level: the parser is built
+for every command, and ``pip install attnclust`` without extras must run ``reproduce``.
 """
 
 from __future__ import annotations
@@ -97,12 +102,17 @@ def _add_reproduce(sub) -> None:
     p.set_defaults(func=_reproduce)
 
 
-SUBCOMMANDS: list[Callable] = [_add_reproduce]
-from .assignments.__main__ import add_parser as _add_assignments  # noqa: E402
+def _add_assignments(sub) -> None:
+    """``assignments build|grade``: its parser needs only the standard library; its commands
+    import the ``[assignments]`` extra when they run (and say so when it is missing)."""
+    from .assignments.__main__ import add_parser
 
-SUBCOMMANDS.append(_add_assignments)  # python -m attnclust assignments build|grade ...
+    add_parser(sub)
+
+
+SUBCOMMANDS: list[Callable] = [_add_reproduce, _add_assignments]
 """Functions ``f(sub)`` that each add one subcommand to the ``attnclust`` parser. Append a new
-one here (e.g. an ``assignments`` subcommand); ``add_subcommands`` calls them in order."""
+one here; ``add_subcommands`` calls them in order."""
 
 
 def add_subcommands(sub) -> None:

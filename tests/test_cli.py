@@ -1,9 +1,14 @@
 """The command line ``python -m attnclust reproduce`` on a registry holding one cheap figure:
 listing, drawing, unknown names (exit status 2), the subcommand hook. No book figure is
-drawn here."""
+drawn here. Packaging: the base install (no extras) runs ``reproduce``, ``assignments``
+says which extra it needs, and the package's import graph has no cycle."""
 
+import ast
+import importlib.metadata
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -12,6 +17,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from attnclust import __main__ as cli
+from attnclust.assignments import EXTRA_MODULES
 from attnclust.figures import _registry
 from attnclust.figures._registry import FIGURES, FigureSpec
 
@@ -86,11 +92,155 @@ def test_subcommand_hook(monkeypatch, capsys):
     assert capsys.readouterr().out.strip() == "hi"
 
 
+# Modules of the extras (pyproject.toml) that attnclust could import, absent from a bare
+# `pip install attnclust`. (Not sphinx or torch: SciPy and jaxtyping use them whenever their
+# names are in sys.modules.)
+EXTRAS = (*EXTRA_MODULES, "jupyter_book", "myst_nb", "jupyter_cache")
+
+
+def _run_without_extras(*argv: str) -> subprocess.CompletedProcess:
+    """``python -m attnclust ARGV`` in a fresh process where importing any of :data:`EXTRAS`
+    fails (their sys.modules entries are None), as in a virtual environment with the base
+    dependencies only (the closing check of the issue does it in a real one)."""
+    code = ("import runpy, sys\n"
+            f"for m in {EXTRAS!r}: sys.modules[m] = None\n"
+            "runpy.run_module('attnclust', run_name='__main__', alter_sys=True)")
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.slow
 def test_module_entry_point_lists_real_registry():
-    """``python -m attnclust reproduce --list`` in a fresh process (imports the figure
-    modules, draws nothing)."""
-    out = subprocess.run([sys.executable, "-m", "attnclust", "reproduce", "--list"],
-                         capture_output=True, text=True, timeout=300)
+    """``python -m attnclust reproduce --list`` in a fresh process without the extras
+    (imports the figure modules, draws nothing)."""
+    out = _run_without_extras("reproduce", "--list")
     assert out.returncode == 0, out.stderr
     for name in ("icq-distortion", "icq-stack", "beyond-digits"):
         assert name in out.stdout
+
+
+@pytest.mark.slow
+def test_assignments_without_extra_in_a_fresh_process():
+    """Without the [assignments] extra, ``assignments build`` exits 1 with one line naming
+    the extra, and no traceback: nothing on the way imports the extra first."""
+    out = _run_without_extras("assignments", "build", "--out", "unused")
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'attnclust[assignments]'" in lines[0], out.stderr
+    assert "nbformat" in lines[0]
+
+
+@pytest.mark.parametrize("command", [["build", "--out", "OUT"],
+                                     ["grade", "SUBMISSIONS", "--chapter", "mixtures"]])
+def test_assignments_commands_check_the_extra_first(monkeypatch, tmp_path, capsys, command):
+    """Each assignments command names a missing module of the extra and exits 1 before
+    doing anything (no output folder, no grading)."""
+    from attnclust.assignments import __main__ as asg_cli
+
+    monkeypatch.setattr(asg_cli, "EXTRA_MODULES", ("nbformat", "attnclust_no_such_module"))
+    argv = [str(tmp_path / a) if a.isupper() else a for a in command]
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["assignments", *argv])
+    assert "(missing: attnclust_no_such_module)" in str(exit_.value.code)
+    assert "pip install 'attnclust[assignments]'" in str(exit_.value.code)
+    assert not list(tmp_path.iterdir())
+
+
+PACKAGE = Path(cli.__file__).resolve().parent
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at module level or inside a function
+    (a deferred import is still a dependency), parent packages left out (Python imports a
+    package before its modules)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets |= {base} | {f"{base}.{a.name}" for a in node.names}
+        deps = set()
+        for t in targets:
+            while t and t not in modules:  # attnclust.x.function -> attnclust.x
+                t = t.rpartition(".")[0]
+            if t and t != name and not name.startswith(t + "."):
+                deps.add(t)
+        graph[name] = deps
+    return graph
+
+
+def test_import_graph_is_acyclic():
+    """No import cycle among the package's modules, deferred imports included: every module
+    then imports first in a fresh interpreter, and each can be read on its own."""
+    graph = _import_graph()
+    assert {"attnclust.assignments.markdown", "attnclust.assignments.source"} <= set(graph)
+    assert "attnclust.assignments.markdown" in graph["attnclust.assignments.source"]  # sees imports
+    done: set[str] = set()
+    cycles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycles.append(path[path.index(module):] + [module])
+            return
+        if module in done:
+            return
+        for dep in sorted(graph[module]):
+            visit(dep, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.slow
+def test_every_module_imports_in_a_fresh_interpreter():
+    """Each module of the package imports, in reverse order of name (subpackages' modules
+    before their packages are used), in one fresh interpreter with the full environment."""
+    names = sorted(_import_graph(), reverse=True)
+    code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)"
+    out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+
+
+def _requirement_names(reqs: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def test_every_import_is_a_declared_dependency():
+    """Each third-party module that a module of the package imports belongs to a base
+    dependency of pyproject.toml, or, for attnclust.assignments, to its [assignments] extra
+    (whose modules are EXTRA_MODULES): `pip install attnclust` then gives a working package."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    base = _requirement_names(project["dependencies"])
+    extra = _requirement_names(project["optional-dependencies"]["assignments"])
+    dists = importlib.metadata.packages_distributions()
+    undeclared = set()
+    for path in PACKAGE.rglob("*.py"):
+        allowed = base | (extra if "assignments" in path.parts else set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for top in {n.split(".")[0] for n in names}:
+                if top in sys.stdlib_module_names or top == "attnclust":
+                    continue
+                owners = {d.lower().replace("_", "-") for d in dists.get(top, [top])}
+                if not owners & allowed:
+                    undeclared.add(f"{path.relative_to(PACKAGE.parent)}: {top}")
+    assert not undeclared, sorted(undeclared)
+    assert {d.lower().replace("_", "-") for m in EXTRA_MODULES for d in dists[m]} <= extra

@@ -20,29 +20,43 @@ time limits, but brings a course directory, an SQL gradebook with registered stu
 environment, and exports per-assignment totals rather than per-exercise points with
 feedback. Both execute notebooks with nbclient; this package uses nbclient directly, with
 the book's own exercise format.
+
+The package imports its submodules (and so nbformat, jupytext, nbclient) on first use of a
+name below, so that ``import attnclust.assignments`` and the command line's argument parsing
+need only the base dependencies; the commands need the ``[assignments]`` extra
+(``pip install 'attnclust[assignments]'``, see :data:`EXTRA_MODULES`).
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
-from .editions import autograder_material, instructor_notebook, student_notebook, write_editions
-from .grading import (
-    ExerciseGrade,
-    discover_submissions,
-    grade_notebook,
-    grade_submissions,
-    prepare_submission,
-    write_csv,
-)
-from .source import Chapter, Exercise, parse_chapter
+_EXPORTS = {
+    "autograder_material": "editions", "instructor_notebook": "editions",
+    "student_notebook": "editions", "write_editions": "editions",
+    "ExerciseGrade": "grading", "discover_submissions": "grading", "grade_notebook": "grading",
+    "grade_submissions": "grading", "prepare_submission": "grading", "write_csv": "grading",
+    "Chapter": "source", "Exercise": "source", "parse_chapter": "source",
+}
+"""Public name -> the submodule that defines it (imported on first access)."""
 
-__all__ = [
-    "Chapter", "Exercise", "ExerciseGrade", "autograder_material", "build",
-    "course_chapters", "discover_submissions", "grade_notebook", "grade_submissions",
-    "instructor_notebook", "parse_chapter", "prepare_submission", "student_notebook",
-    "write_csv", "write_editions", "COURSE_PARTS",
-]
+__all__ = [*_EXPORTS, "COURSE_PARTS", "EXTRA_MODULES", "build", "course_chapters"]
+
+EXTRA_MODULES = ("nbformat", "nbclient", "jupytext", "yaml", "pybtex", "ipykernel")
+"""Modules the package needs beyond attnclust's base dependencies: those of the
+``[assignments]`` extra in pyproject.toml (ipykernel runs the graded notebooks)."""
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 COURSE_PARTS = ("Theory", "Experiments")
 """Parts of ``_toc.yml`` whose chapters carry exercises (not "Using the book")."""
@@ -65,6 +79,9 @@ def build(out: str | Path, chapters: list[str] | None = None,
           root: str | Path = ".") -> dict[str, dict[str, Path]]:
     """Write the student and instructor editions and the autograder material of ``chapters``
     (stems; default :func:`course_chapters`) under ``out``; return the paths per chapter."""
+    from .editions import write_editions
+    from .source import parse_chapter
+
     root = Path(root)
     stems = chapters or course_chapters(root)
     return {stem: write_editions(parse_chapter(root / "chapters" / f"{stem}.md"), out)

@@ -1,11 +1,27 @@
-"""Command line: ``python -m attnclust.assignments build|grade ...`` (see ``--help``)."""
+"""Command line: ``python -m attnclust.assignments build|grade ...`` (see ``--help``).
+
+Parsing the arguments needs only the standard library; each command first checks that the
+``[assignments]`` extra is installed and otherwise exits with one line saying so.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
+
+from . import EXTRA_MODULES
+
+
+def require_extra() -> None:
+    """Exit (status 1, one line on stderr) unless every module of the ``[assignments]`` extra
+    is installed."""
+    missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"error: the assignments commands need the [assignments] extra (missing: "
+                 f"{', '.join(missing)}); install it with: pip install 'attnclust[assignments]'")
 
 
 def _material(args) -> dict:
@@ -21,6 +37,7 @@ def _material(args) -> dict:
 
 
 def cmd_build(args) -> int:
+    require_extra()
     from . import course_chapters
     from .editions import write_editions
     from .source import parse_chapter
@@ -47,6 +64,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_grade(args) -> int:
+    require_extra()
     from .grading import grade_submissions, write_csv
 
     material = _material(args)

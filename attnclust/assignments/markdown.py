@@ -1,5 +1,8 @@
-"""The chapters' MyST Markdown as plain Jupyter Markdown, for the student and instructor
-notebooks (chapter "For instructors").
+"""The chapters' MyST Markdown: its fenced blocks, and its rewriting as plain Jupyter
+Markdown for the student and instructor notebooks (chapter "For instructors").
+
+:func:`split_fences` splits Markdown into plain text and top-level fenced blocks
+(:class:`Fenced`, a MyST directive when named); :mod:`.source` reads the exercises with it.
 
 Jupyter renders neither MyST roles nor directives: ``{cite}`key``` would show as raw text
 and a ``{prf:proposition}`` fence as a code block. :func:`to_jupyter` rewrites them with
@@ -22,14 +25,73 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .source import Fenced, split_fences
+__all__ = ["Fenced", "References", "split_fences", "to_jupyter"]
 
-__all__ = ["References", "to_jupyter"]
-
+_FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
 _ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<content>[^`]*)`")
 _EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _TARGET_LINE = re.compile(r"^\s*\([\w:.-]+\)=\s*$", re.M)
 _FIGURE = re.compile(r"caption:\s*(?P<caption>[^\n]+)\n(?:[^\n]*\n){0,3}?\s*name:\s*(?P<name>[\w:.-]+)")
+
+
+@dataclass
+class Fenced:
+    """A top-level fenced block of a Markdown cell; ``name`` is set for a MyST directive."""
+
+    raw: str
+    name: str | None
+    arg: str
+    options: dict[str, str]
+    body: str
+
+
+def split_fences(text: str) -> list[str | Fenced]:
+    """Split Markdown into plain text and top-level fenced blocks (CommonMark fence rules).
+
+    A fence opened with ``n`` backticks, tildes or colons closes at the first line made only of
+    at least ``n`` of the same character; nested directives therefore use longer outer fences,
+    as MyST requires. An unclosed fence runs to the end of the text.
+    """
+    lines = text.split("\n")
+    out: list[str | Fenced] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        if not m:
+            plain.append(lines[i])
+            i += 1
+            continue
+        char, n = m["fence"][0], len(m["fence"])
+        close = re.compile(r"^ {0,3}" + re.escape(char) + "{" + str(n) + r",}\s*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        block = lines[i:j + 1]
+        inner = lines[i + 1:j]
+        if plain:
+            out.append("\n".join(plain))
+            plain = []
+        d = _DIRECTIVE.match(m["info"].strip())
+        options: dict[str, str] = {}
+        body_start = 0
+        if d:
+            for k, line in enumerate(inner):
+                om = _OPTION.match(line.strip())
+                if om and line.strip():
+                    options[om["key"]] = om["value"].strip()
+                    body_start = k + 1
+                else:
+                    break
+        body = "\n".join(inner[body_start:]).strip("\n")
+        out.append(Fenced("\n".join(block), d["name"] if d else None,
+                          d["arg"].strip() if d else "", options, body))
+        i = j + 1
+    if plain:
+        out.append("\n".join(plain))
+    return out
 
 
 @dataclass(frozen=True)

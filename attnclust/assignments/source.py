@@ -44,6 +44,8 @@ from typing import Literal
 
 import nbformat
 
+from .markdown import References, split_fences
+
 MYST_HEADER = """---
 jupytext:
   text_representation:
@@ -56,20 +58,15 @@ kernelspec:
 ---
 """
 """The jupytext header every chapter starts with: a MyST Markdown notebook on the python3
-kernel (DESIGN.md, "Chapters")."""
+kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
 
 __all__ = [
     "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_header", "parse_chapter",
-    "parse_notebook", "split_fences",
+    "parse_notebook",
 ]
 
 CHECK_LINE = re.compile(r"^\s*#\s*check\s+(?P<label>[\w.:-]+)\s+points\s*=\s*(?P<points>\d+(?:\.\d+)?)")
 """First line of a check cell: ``# check <label> points=<N>``."""
-
-_FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
-_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
-_OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
-
 
 def check_header(source: str) -> tuple[str, float] | None:
     """``(label, points)`` if the first non-empty line of ``source`` is a check header."""
@@ -78,64 +75,6 @@ def check_header(source: str) -> tuple[str, float] | None:
             m = CHECK_LINE.match(line)
             return (m["label"], float(m["points"])) if m else None
     return None
-
-
-@dataclass
-class Fenced:
-    """A top-level fenced block of a Markdown cell; ``name`` is set for a MyST directive."""
-
-    raw: str
-    name: str | None
-    arg: str
-    options: dict[str, str]
-    body: str
-
-
-def split_fences(text: str) -> list[str | Fenced]:
-    """Split Markdown into plain text and top-level fenced blocks (CommonMark fence rules).
-
-    A fence opened with ``n`` backticks, tildes or colons closes at the first line made only of
-    at least ``n`` of the same character; nested directives therefore use longer outer fences,
-    as MyST requires. An unclosed fence runs to the end of the text.
-    """
-    lines = text.split("\n")
-    out: list[str | Fenced] = []
-    plain: list[str] = []
-    i = 0
-    while i < len(lines):
-        m = _FENCE_OPEN.match(lines[i])
-        if not m:
-            plain.append(lines[i])
-            i += 1
-            continue
-        char, n = m["fence"][0], len(m["fence"])
-        close = re.compile(r"^ {0,3}" + re.escape(char) + "{" + str(n) + r",}\s*$")
-        j = i + 1
-        while j < len(lines) and not close.match(lines[j]):
-            j += 1
-        block = lines[i:j + 1]
-        inner = lines[i + 1:j]
-        if plain:
-            out.append("\n".join(plain))
-            plain = []
-        d = _DIRECTIVE.match(m["info"].strip())
-        options: dict[str, str] = {}
-        body_start = 0
-        if d:
-            for k, line in enumerate(inner):
-                om = _OPTION.match(line.strip())
-                if om and line.strip():
-                    options[om["key"]] = om["value"].strip()
-                    body_start = k + 1
-                else:
-                    break
-        body = "\n".join(inner[body_start:]).strip("\n")
-        out.append(Fenced("\n".join(block), d["name"] if d else None,
-                          d["arg"].strip() if d else "", options, body))
-        i = j + 1
-    if plain:
-        out.append("\n".join(plain))
-    return out
 
 
 PieceKind = Literal["text", "code", "exercise", "solution_text", "solution_code", "check",
@@ -276,7 +215,7 @@ class Chapter:
     exercises: dict[str, Exercise]
     metadata: dict
     problems: list[str] = field(default_factory=list)
-    refs: "References | None" = None  # what its MyST roles point to (markdown.References)
+    refs: References | None = None  # what its MyST roles point to
 
     @property
     def total_points(self) -> float:
@@ -395,8 +334,6 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
 def parse_chapter(path: str | Path) -> Chapter:
     """Read ``chapters/<stem>.md`` (MyST notebook) with jupytext and parse its exercises."""
     import jupytext
-
-    from .markdown import References
 
     path = Path(path)
     nb = jupytext.read(path)
