@@ -3,7 +3,11 @@
 #
 #   make book     build _build/html, every page executed; warnings and failing cells fail it
 #   make test     unit tests -> make book -> browser checks of the built HTML (what CI runs)
-#   make unit     pytest -m "not browser"
+#   make unit     pytest -m "not browser": every unit test, slow ones included, one worker
+#                 per core (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
+#   make quick    pytest -x -m "not slow and not browser": the edit loop (under a minute);
+#                 skips what takes more than about 3 s a test (training at the book's size,
+#                 subprocesses, Jupyter kernels), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -17,7 +21,7 @@ CHROMIUM      ?= /usr/bin/chromium
 MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv book test unit browser browser-deps clean assignments bench bench-book
+.PHONY: venv book test unit quick browser browser-deps clean assignments bench bench-book
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,8 +38,16 @@ book: $(STAMP)
 	$(PY) scripts/book_cache.py
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
+# pytest-xdist: one worker per core; --dist loadfile keeps each test file in one worker, so
+# its module fixtures and the per-process caches (compiled programs, sweeps) are built once.
+PYTEST_JOBS ?= auto
+XDIST        = -n $(PYTEST_JOBS) --dist loadfile
+
 unit: $(STAMP)
-	$(PY) -m pytest -q -m "not browser"
+	$(PY) -m pytest -q -m "not browser" $(XDIST)
+
+quick: $(STAMP)
+	$(PY) -m pytest -q -x -m "not slow and not browser" $(XDIST)
 
 $(CHROMIUM):
 	@echo "Installing Debian's chromium for the browser checks (apt-get)..."

@@ -2,13 +2,14 @@
 
 Most tests use a small synthetic chapter written here in the book's exercise format (so they
 do not depend on the real chapters' progress); the last ones run over the real chapters.
+Tests that grade start Jupyter kernels (markers ``kernel`` and ``slow``); how long grading
+takes is measured by ``make bench``.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
-import time
 from pathlib import Path
 
 import nbformat
@@ -272,72 +273,81 @@ def graded(book, chapter, tmp_path_factory):
     (subs / "blank").mkdir()
     (subs / "blank" / "toy.ipynb").write_bytes(student.read_bytes())
     csv_path = out / "grades.csv"
-    t0 = time.monotonic()
     assert cli(["--root", str(book), "grade", str(subs), "--chapter", "toy", "--out",
                 str(csv_path), "--timeout", "120", "--cell-timeout", "10", "--jobs", "2"]) == 0
-    seconds = time.monotonic() - t0
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    return {(r["student"], r["exercise"]): r for r in rows}, seconds, out
+    return {(r["student"], r["exercise"]): r for r in rows}, out
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_csv_has_one_row_per_student_and_exercise(graded):
-    rows, _, _ = graded
+    rows, _ = graded
     assert len(rows) == 5 * 3
     assert set(next(iter(rows.values()))) == {"student", "exercise", "points", "max_points",
                                               "feedback"}
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_reference_solutions_score_full_marks(graded):
-    rows, _, _ = graded
+    rows, _ = graded
     for ex, pts in [("ex-toy-1", "2"), ("ex-toy-2", "1"), ("ex-toy-3", "1")]:
         assert rows["ref", ex]["points"] == pts == rows["ref", ex]["max_points"]
         assert rows["ref", ex]["feedback"] == "passed"
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_planted_wrong_answer_loses_that_exercise_only(graded):
-    rows, _, _ = graded
+    rows, _ = graded
     bad = rows["wrong", "ex-toy-1"]
     assert bad["points"] == "0"
     assert "ex-toy-1" in bad["feedback"] and "expected the derivative 3*x**2" in bad["feedback"]
     assert rows["wrong", "ex-toy-2"]["points"] == "1" and rows["wrong", "ex-toy-3"]["points"] == "1"
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_raising_notebook_keeps_other_points(graded):
-    rows, _, _ = graded
+    rows, _ = graded
     assert rows["raising", "ex-toy-1"]["points"] == "0"
     assert "ZeroDivisionError" in rows["raising", "ex-toy-1"]["feedback"]
     assert rows["raising", "ex-toy-2"]["points"] == "1"
     assert rows["raising", "ex-toy-3"]["points"] == "1"
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_looping_cell_is_interrupted_and_the_rest_graded(graded):
-    rows, seconds, _ = graded
+    rows, _ = graded
     assert rows["looping", "ex-toy-1"]["points"] == "0"
     assert "CellTimeoutError" in rows["looping", "ex-toy-1"]["feedback"]
     assert rows["looping", "ex-toy-2"]["points"] == "1"
     assert rows["looping", "ex-toy-3"]["points"] == "1"
-    assert seconds < 240
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_untouched_student_edition_scores_zero(graded):
-    rows, _, _ = graded
+    rows, _ = graded
     assert [rows["blank", f"ex-toy-{i}"]["points"] for i in (1, 2, 3)] == ["0", "0", "0"]
     assert rows["blank", "ex-toy-3"]["feedback"] == (
         "ex-toy-3: not answered (the starter cell is unchanged)")
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_notebook_that_never_finishes_is_stopped(graded, chapter):
     """A loop that swallows the interrupt: the whole-notebook limit kills the kernel; checks
     that ran before keep their points, the others get 0 with a time-limit feedback."""
-    _, _, out = graded
+    _, out = graded
     ref = nbformat.read(out / "instructor" / "toy.ipynb", as_version=4)
     stubborn = _replace(ref, "ex_toy_3 =", "import time\nwhile True:\n    try:\n"
                         "        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass")
-    t0 = time.monotonic()
     grades = grade_notebook(stubborn, autograder_material(chapter), student="s",
                             timeout=25, cell_timeout=5)
-    assert time.monotonic() - t0 < 90
     by = {g.exercise: g for g in grades}
     assert by["ex-toy-1"].points == 2 and by["ex-toy-2"].points == 1
     assert by["ex-toy-3"].points == 0
@@ -378,6 +388,8 @@ def test_real_chapter_exercises_and_student_edition(stem):
         assert f"{ex.variable} = None  # YOUR ANSWER HERE" in student_lines
 
 
+@pytest.mark.slow
+@pytest.mark.kernel
 def test_real_chapter_reference_solutions_score_full_marks():
     ch = parse_chapter(ROOT / "chapters" / f"{FASTEST_REAL}.md")
     material = autograder_material(ch)

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
 FLAGS = ["--builder", "html", "-W", "-n", "--keep-going"]  # as in the Makefile's book target
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.kernel]
 
 PAGE = MYST_HEADER + """
 

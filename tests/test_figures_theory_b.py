@@ -14,7 +14,7 @@ from attnclust.figures import FIGURES, make, names
 from attnclust.figures import quantization as fq
 from attnclust.figures import risk as fr
 
-THEORY_B = {
+FIGURE_CHAPTERS = {
     "risk-gap": "population_risk",
     "aligned-branch": "population_risk",
     "distortion-lambda": "quantization",
@@ -32,13 +32,13 @@ def _data_count(fig: matplotlib.figure.Figure) -> int:
 
 def test_registered():
     all_names = names()
-    for name, chapter in THEORY_B.items():
+    for name, chapter in FIGURE_CHAPTERS.items():
         assert name in all_names
         assert FIGURES[name].chapter == chapter
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(THEORY_B))
+@pytest.mark.parametrize("name", sorted(FIGURE_CHAPTERS))
 def test_figure_builds_with_data(name):
     fig = make(name)
     assert isinstance(fig, matplotlib.figure.Figure)
@@ -53,12 +53,14 @@ def test_bad_size():
         fq.distortion_curve_data("huge")
 
 
+@pytest.mark.slow
 def test_identity_limit_error_shrinks():
     mix = ac.orthogonal_mixture()
     out = fq.identity_limit_error(jax.random.PRNGKey(0), mix, 1.0, [100, 10_000], n_queries=32)
     assert out["error"][1] < out["error"][0] / 3
 
 
+@pytest.mark.slow
 def test_finite_L_distortion_below_bound():
     mix = ac.orthogonal_mixture()
     lams = np.array([0.2, 0.7, 2.0])

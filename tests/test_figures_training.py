@@ -24,6 +24,7 @@ def _ydata(fig):
     return [np.asarray(ln.get_ydata(), float) for ax in fig.axes for ln in ax.get_lines()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_builds_small_with_sane_data(name):
     fig = figures.make(name, "small")
@@ -39,6 +40,7 @@ def test_builds_small_with_sane_data(name):
                     assert np.all((off[:, 1] >= 0) & (off[:, 1] <= 1 + 1e-9)), name
 
 
+@pytest.mark.slow
 def test_outcome_fractions_sum_to_one():
     runs = sweeps.init_regimes("small")
     mu = ac.orthogonal_mixture().centroids
@@ -50,6 +52,7 @@ def test_outcome_fractions_sum_to_one():
     assert sweeps.outcomes(runs["near"], mu).aligned == sweeps.budget("small").seeds
 
 
+@pytest.mark.slow
 def test_tilt_matches_large_L_minimiser():
     lams, cos = sweeps.tilt_vs_lam("small")
     for lam in sweeps.LAMS_TILT:
@@ -57,6 +60,7 @@ def test_tilt_matches_large_L_minimiser():
         assert abs(measured - ft.tilted_cos(lam, 2.0, 0.5)) < 0.01, lam
 
 
+@pytest.mark.slow
 def test_worst_alignment_shape():
     res = sweeps.run_seeds("small", init="near", steps=40, seeds=2)
     w = ft.worst_alignment(res, ac.orthogonal_mixture().centroids)

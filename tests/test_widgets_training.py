@@ -1,9 +1,9 @@
 """The training explorer (chapter "Training dynamics"): its callback draws the run it
 claims (the run of the chapter's sweep, trained on demand), every slider move changes the
-figure and answers within 0.3 s (95th percentile) once ``prepare()`` has compiled, and the
-widget is wired to it."""
+figure, and the widget is wired to it. (How fast a move is once ``prepare()`` has
+compiled, against the 0.3 s goal, is measured by ``make bench``.)"""
 
-import time
+import threading
 
 import matplotlib.figure
 import numpy as np
@@ -11,21 +11,15 @@ import pytest
 
 from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture
-from attnclust.widgets import latency_report, slider_values, time_moves
+from attnclust.widgets import slider_values, time_moves
 from attnclust.widgets import training as wt
 from attnclust.widgets._background import BackgroundPrepare
-
-P95_LIMIT_S = 0.3
-"""The issue's bound on a slider move (95th percentile, on the book's 2-core CPU)."""
-
 
 @pytest.fixture(scope="module")
 def prepared():
     """Compile every (d, L) program and initialisation (what the explorer does in the
-    background when it opens); returns the seconds it took."""
-    t0 = time.perf_counter()
+    background when it opens)."""
     wt.prepare()
-    return time.perf_counter() - t0
 
 
 def _axis(fig, ylabel):
@@ -41,6 +35,7 @@ def _curves(fig):
                           [np.asarray(c.get_offsets(), float).ravel() for c in ax_plane.collections])
 
 
+@pytest.mark.slow
 def test_draw_training_defaults_are_sane():
     fig = wt.draw_training()
     assert isinstance(fig, matplotlib.figure.Figure)
@@ -50,6 +45,7 @@ def test_draw_training_defaults_are_sane():
     assert risk.size and np.all(np.isfinite(risk)) and np.all(risk > 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [dict(lam=4.0), dict(seed=2), dict(r_over_sigma=8.0),
                                     dict(init="close")])
 def test_slider_changes_data(change):
@@ -58,6 +54,7 @@ def test_slider_changes_data(change):
     assert base.shape != moved.shape or not np.allclose(base, moved)
 
 
+@pytest.mark.slow
 def test_redraw_into_given_figure():
     fig = wt.draw_training()
     before = _curves(fig)
@@ -79,6 +76,7 @@ def test_bad_values_raise():
         wt.draw_training(seed=wt.N_SEEDS)
 
 
+@pytest.mark.slow
 def test_on_demand_run_is_the_group_run():
     """The run the explorer trains alone (``fit``, no seed axis) is run
     ``i * N_SEEDS + s`` of the chapter's group computation (one ``fit_many`` through
@@ -98,10 +96,10 @@ def test_on_demand_run_is_the_group_run():
             np.testing.assert_array_equal(run.steps, group.steps)
 
 
-def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
+@pytest.mark.slow
+def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""
-    pytest.importorskip("ipywidgets")
     box = wt.training_explorer()  # its background prepare() finds nothing left to do
     fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
     base = _curves(wt.draw_training(fig=fig))
@@ -110,16 +108,14 @@ def test_every_slider_move_is_fast_and_changes_the_figure(prepared):
         moved = _curves(fig)
         assert base.shape != moved.shape or not np.allclose(base, moved), (name, value)
 
-    times = time_moves(lambda **move: wt.draw_training(**move, fig=fig), box.sliders,
+    moves = time_moves(lambda **move: wt.draw_training(**move, fig=fig), box.sliders,
                        wt.DEFAULTS, changed)
     wt.draw_training(fig=fig)
     assert np.array_equal(_curves(fig), base)  # back at the defaults: the same figure
-    p95, report = latency_report(times)
-    print(f"prepare {prepared:.1f} s; {report}")
-    assert len(times) == sum(len(slider_values(c)) - 1 for c in box.sliders.values())
-    assert p95 < P95_LIMIT_S, report
+    assert len(moves) == sum(len(slider_values(c)) - 1 for c in box.sliders.values())
 
 
+@pytest.mark.slow
 def test_prepare_in_background_beside_moves(prepared):
     """``prepare()`` in a thread while moves train: no error, and the moves' runs are the
     same as without it (each shape's lock makes a move wait for a compilation in
@@ -144,8 +140,6 @@ def test_prepare_covers_every_shape_and_init():
 
 
 def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
-    import threading
-
     def no_training(*args, **kwargs):
         raise AssertionError("prepare trained after stop was set")
 
@@ -154,16 +148,20 @@ def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
     stop = threading.Event()
     stop.set()
     wt.prepare(stop=stop)  # returns before its first run
-    # at interpreter exit (or any stop) during the start delay, the thread ends without work
-    waiting = BackgroundPrepare(no_training, "test-delay", delay_s=60)
+    # at interpreter exit (or any stop) during the start delay, the thread ends without work:
+    # _finish (what atexit runs) returns at once instead of after the 600 s delay. The join
+    # timeout only keeps a broken stop from hanging the test for those 600 s.
+    waiting = BackgroundPrepare(no_training, "test-delay", delay_s=600)
     thread = waiting.start()
-    t0 = time.perf_counter()
-    waiting._finish()
-    assert not thread.is_alive() and time.perf_counter() - t0 < 10 and waiting.error is None
+    finisher = threading.Thread(target=waiting._finish, daemon=True)
+    finisher.start()
+    finisher.join(timeout=60)
+    assert not finisher.is_alive() and not thread.is_alive() and waiting.error is None
     monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
     assert BackgroundPrepare(lambda **_: None, "x").start() is None
 
 
+@pytest.mark.slow
 def test_static_figure_does_not_prepare(monkeypatch):
     """The chapter's figure at the defaults compiles only what it draws."""
     calls = []
@@ -173,8 +171,8 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
+@pytest.mark.slow
 def test_explorer_widget(prepared):
-    pytest.importorskip("ipywidgets")
     box = wt.training_explorer()
     if box.prepare_thread is not None:
         box.prepare_thread.join()
