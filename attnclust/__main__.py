@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 EXIT_USAGE = 2
 """Exit status for a usage error (unknown figure name, bad option), as argparse uses."""

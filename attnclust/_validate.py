@@ -200,7 +200,7 @@ def raw_keys(name: str, keys: Any, batched: bool = True) -> jax.Array:
     else:
         try:
             raw = jnp.asarray(keys)
-        except TypeError:
+        except (TypeError, ValueError):  # None, strings, ragged lists
             raise TypeError(f"{name} must be {want}, got {name}={_describe(keys)}") from None
     if raw.dtype != RAW_KEY.dtype or raw.shape[-1:] != RAW_KEY.shape:
         raise TypeError(f"{name} must be {want} of the default PRNG implementation, got key data "
@@ -218,3 +218,25 @@ def finite_result(out: Any, culprits: str) -> Any:
     if not is_tracer(out) and not holds(lambda a: jnp.all(jnp.isfinite(a)), out):
         raise ValueError(f"{culprits} too large: the result overflows float32 (|x| <= {F32_MAX:.3g}); rescale them")
     return out
+
+
+def orthogonal_sizes(K: Any, d: Any) -> tuple[int, int]:
+    """(K, d) as ints for K orthogonal centroids in R^d: integers >= 1 with K <= d."""
+    K = positive_int("K", K)
+    d = positive_int("d", d)
+    if K > d:
+        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
+    return K, d
+
+
+def one_of(name: str, value: Any, allowed) -> Any:
+    """Return ``value``, raising a ValueError naming ``name`` unless it is one of
+    ``allowed`` (a tuple of options, or a dict whose keys are the options)."""
+    options = tuple(allowed)
+    try:
+        ok = value in options
+    except TypeError:  # an unhashable value against a dict's keys
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {options}, got {name}={value!r}")
+    return value

@@ -22,7 +22,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from . import _validate as v
 from ._numerics import rank_one_softmax_pool
@@ -41,7 +41,7 @@ def _two_head(theta, X, lam):
 
 
 def two_head_layer(
-    theta: Float[Array, "H d"], X: Float[Array, "*batch L d"], lam: float
+    theta: Float[ArrayLike, "H d"], X: Float[ArrayLike, "*batch L d"], lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, "*batch L d"]:
     """T(X)_l = sum_h theta_h sum_k softmax_k(lam <theta_h,x_l><theta_h,x_k>) <theta_h,x_k>.
 
@@ -72,11 +72,11 @@ def two_head_layer(
 
 
 def two_head_attend(
-    theta: Float[Array, "H d"],
-    Z: Float[Array, "*batch Q d"],
-    X: Float[Array, "*batch L d"],
-    lam: float,
-) -> Float[Array, "*batch Q d"]:
+    theta: Float[ArrayLike, "H d"],
+    Z: Float[ArrayLike, "*#batch Q d"],
+    X: Float[ArrayLike, "*#batch L d"],
+    lam: float | Float[ArrayLike, ""],
+) -> Float[Array, "*#batch Q d"]:
     """The two-head layer's output at queries Z attending over the keys X (Z may be a few
     tokens, X a long prompt): used to watch a head approach its large-L limit
     (chapters/attention.md, prop-head-limit). ``two_head_layer(theta, X, lam)`` is
@@ -211,11 +211,11 @@ def _key_mask(key_mask, X):
 
 
 def identity_attend(
-    Z: Float[Array, "*batch Q d"],
-    X: Float[Array, "*batch L d"],
-    lam: float,
-    key_mask: Bool[Array, "*batch L"] | None = None,
-) -> Float[Array, "*batch Q d"]:
+    Z: Float[ArrayLike, "*#batch Q d"],
+    X: Float[ArrayLike, "*#batch L d"],
+    lam: float | Float[ArrayLike, ""],
+    key_mask: Bool[ArrayLike, "*#batch L"] | None = None,
+) -> Float[Array, "*#batch Q d"]:
     """Identity attention of queries Z over the keys X: sum_k softmax_k(lam <z, x_k>) x_k
     (chapters/quantization.md, def-identity-attention; the finite-L side of
     ``identity_limit``).
@@ -246,7 +246,7 @@ def identity_attend(
 
 
 def identity_attention(
-    X: Float[Array, "*batch L d"], lam: float, block: int | None = None
+    X: Float[ArrayLike, "*batch L d"], lam: float | Float[ArrayLike, ""], block: int | None = None
 ) -> Float[Array, "*batch L d"]:
     """Q(X)_l = sum_k softmax_k(lam <x_l, x_k>) x_k: attention with key, query and value
     the identity, no parameters (chapters/quantization.md, def-identity-attention).
@@ -277,7 +277,7 @@ def identity_attention(
     return _identity_blocked(X, lam, min(block, X.shape[-2]))
 
 
-def identity_stack(X: Float[Array, "*b L d"], lam: float, depth: int) -> Float[Array, "depth1 *b L d"]:
+def identity_stack(X: Float[ArrayLike, "*b L d"], lam: float | Float[ArrayLike, ""], depth: int) -> Float[Array, "depth1 *b L d"]:
     """Stacked identity layers: X, Q(X), Q(Q(X)), ..., Q^depth(X), shape (depth+1, ..., L, d).
 
     Each layer is ``identity_attention`` applied to the previous layer's outputs (keys and

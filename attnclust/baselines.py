@@ -34,7 +34,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
@@ -55,7 +55,7 @@ EM_N_INIT = 3
 """Restarts of EM per prompt (scikit-learn's ``n_init``)."""
 
 
-def _check(X: np.ndarray, K: int) -> tuple[np.ndarray, int]:
+def _check(X: Float[ArrayLike, "n L d"], K: int) -> tuple[Float[np.ndarray, "n L d"], int]:
     """Validate a batch of prompts and the number of clusters; return X as float64."""
     K = v.positive_int("K", K)
     arr = np.asarray(X, dtype=np.float64)
@@ -98,7 +98,7 @@ def _per_prompt(fit_one, key, X, K, n_init) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kmeans_per_prompt(
-    key: PRNGKeyArray, X: Float[Array, "n L d"], K: int, *, n_init: int = KMEANS_N_INIT
+    key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], K: int, *, n_init: int = KMEANS_N_INIT
 ) -> tuple[np.ndarray, np.ndarray]:
     """k-means (Lloyd, k-means++ seeding, ``n_init=10`` restarts) on each prompt separately.
 
@@ -128,7 +128,7 @@ def kmeans_per_prompt(
 
 
 def em_per_prompt(
-    key: PRNGKeyArray, X: Float[Array, "n L d"], K: int, *, n_init: int = EM_N_INIT
+    key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], K: int, *, n_init: int = EM_N_INIT
 ) -> tuple[np.ndarray, np.ndarray]:
     """EM for a spherical Gaussian mixture on each prompt separately.
 
@@ -243,7 +243,7 @@ def _check_prompts(X, K):
 
 
 def kmeans_per_prompt_jax(
-    key: PRNGKeyArray, X: Float[Array, "n L d"], K: int, *, restarts: int = 4, iters: int = 30
+    key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], K: int, *, restarts: int = 4, iters: int = 30
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means run on each prompt alone (k-means++ seeding, ``restarts`` starts,
     best inertia kept, ``iters`` Lloyd steps), vmapped over prompts in JAX: labels (n, L) and
@@ -258,7 +258,7 @@ def kmeans_per_prompt_jax(
 
 
 def em_per_prompt_jax(
-    key: PRNGKeyArray, X: Float[Array, "n L d"], K: int, *, iters: int = 50
+    key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], K: int, *, iters: int = 50
 ) -> tuple[np.ndarray, np.ndarray]:
     """EM for a K-component Gaussian mixture with spherical covariances (one variance per
     component) on each prompt alone, started from ``kmeans_per_prompt``: MAP labels (n, L)
@@ -269,7 +269,7 @@ def em_per_prompt_jax(
     return np.asarray(lab), np.asarray(mu)
 
 
-def output_clusters(key: PRNGKeyArray, Z: Float[Array, "n L d"], K: int) -> np.ndarray:
+def output_clusters(key: PRNGKeyArray, Z: Float[ArrayLike, "n L d"], K: int) -> np.ndarray:
     """Label-free assignment of identity attention: k-means with K clusters on the layer's
     outputs Z = Q^t(X) of each prompt (after quantization the outputs sit near K points, so
     this last step only reads off which point each token went to). Returns labels (n, L)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from . import _validate as v
 
@@ -52,8 +52,8 @@ def load_digits_pca(
 
 
 def sample_rows(
-    key: PRNGKeyArray, data: Float[Array, "n d"], n_prompts: int, L: int,
-    labels: Int[Array, "n"] | None = None,
+    key: PRNGKeyArray, data: Float[ArrayLike, "n d"], n_prompts: int, L: int,
+    labels: Int[ArrayLike, "n"] | None = None,
 ):
     """Prompts of L rows drawn uniformly with replacement from ``data``: (n_prompts, L, d),
     and their labels (n_prompts, L) when ``labels`` is given."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from . import _validate as v
 from .mixture import GaussianMixture
@@ -104,10 +104,7 @@ def per_component_sigma_mixture(
         raise ValueError(f"sigmas must have shape (K,), got shape {s.shape}")
     for i, value in enumerate(s):
         v.positive_finite(f"sigmas[{i}]", value)
-    K = s.size
-    d = v.positive_int("d", d)
-    if K > d:
-        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
+    K, d = v.orthogonal_sizes(s.size, d)
     v.positive_finite("r", r)
     w = np.full(K, 1.0 / K) if weights is None else np.asarray(weights, float)
     return GeneralMixture(w, r * np.eye(K, d), s[:, None, None] * np.eye(d)[None])
@@ -130,10 +127,7 @@ def anisotropic_mixture(
             "shared" (every cloud stretched along the same direction
             u = (e_1 + ... + e_K) / sqrt K, the line joining the mixture mean to 0).
     """
-    K = v.positive_int("K", K)
-    d = v.positive_int("d", d)
-    if K > d:
-        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
+    K, d = v.orthogonal_sizes(K, d)
     v.positive_finite("r", r)
     v.positive_finite("along", along)
     v.positive_finite("across", across)
@@ -198,7 +192,7 @@ def stack_mixtures(mixtures) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def draw_stacked(
     key: PRNGKeyArray,
-    data: tuple[Float[Array, "K"], Float[Array, "K d"], Float[Array, "K d d"]],
+    data: tuple[Float[ArrayLike, "K"], Float[ArrayLike, "K d"], Float[ArrayLike, "K d d"]],
     batch: int,
     L: int,
 ) -> Float[Array, "batch L d"]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from . import _validate as v
 from ._numerics import softmax_small
@@ -44,10 +44,10 @@ def _queries(name, z, mixture):
 
 
 def head_coefficients(
-    P: Float[Array, "*batch H"],
-    theta: Float[Array, "H d"],
+    P: Float[ArrayLike, "*batch H"],
+    theta: Float[ArrayLike, "H d"],
     mixture: GaussianMixture,
-    lam: float,
+    lam: float | Float[ArrayLike, ""],
 ) -> Float[Array, "*batch H"]:
     """The scalar coefficient of theta_h in T_h(z), given the projections P_h = <theta_h, z>
     (chapters/attention.md, prop-head-limit); the population risk integrates it over P.
@@ -81,7 +81,7 @@ def _head_output_limit(theta, z, mixture, lam):
 
 
 def head_output_limit(
-    theta: Float[Array, "H d"], z: Float[Array, "*batch d"], mixture: GaussianMixture, lam: float
+    theta: Float[ArrayLike, "H d"], z: Float[ArrayLike, "*batch d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, "*batch d"]:
     """sum_h T_h(z): the large-L output of the two-head layer at query z
     (chapters/attention.md, prop-head-limit).
@@ -115,7 +115,7 @@ def _identity_limit(z, mixture, lam):
 
 
 def identity_limit(
-    z: Float[Array, "*batch d"], mixture: GaussianMixture, lam: float
+    z: Float[ArrayLike, "*batch d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, "*batch d"]:
     """Q(z): the large-L output of identity attention at query z (chapters/quantization.md,
     prop-identity-limit).
@@ -139,7 +139,7 @@ def identity_limit(
     return v.finite_result(_identity_limit(z, mixture, lam), "z or lam is")
 
 
-def general_identity_limit(z: Float[Array, "*b d"], mixture: GeneralMixture, lam: float) -> Float[Array, "*b d"]:
+def general_identity_limit(z: Float[ArrayLike, "*b d"], mixture: GeneralMixture, lam: float | Float[ArrayLike, ""]) -> Float[Array, "*b d"]:
     """Large-L identity attention for a mixture with per-component covariances Sigma_c:
 
         Q(z) = sum_c alpha_c(z) (mu_c + lam Sigma_c z),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import adjusted_rand_score
 
@@ -46,7 +46,7 @@ def _cosines(theta, mu):
         return np.abs((theta / np.where(tn == 0, 1.0, tn)) @ (mu / np.where(mn == 0, 1.0, mn)).T)
 
 
-def abs_cosines(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
+def abs_cosines(theta: Float[ArrayLike, "*b H d"], centroids: Float[ArrayLike, "K d"]) -> np.ndarray:
     """``|cos(theta_h, mu_c)|`` for every head and centroid (0 for a zero vector).
 
     Args:
@@ -71,7 +71,7 @@ def _assign(cos):
     return ok[rows], cols
 
 
-def matching(theta: Float[Array, "H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
+def matching(theta: Float[ArrayLike, "H d"], centroids: Float[ArrayLike, "K d"]) -> np.ndarray:
     """For each head, the index of its matched centroid (maximising the summed ``|cos|``).
 
     Args:
@@ -93,7 +93,7 @@ def matching(theta: Float[Array, "H d"], centroids: Float[Array, "K d"]) -> np.n
     return match
 
 
-def alignment(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> np.ndarray:
+def alignment(theta: Float[ArrayLike, "*b H d"], centroids: Float[ArrayLike, "K d"]) -> np.ndarray:
     """``|cos|`` of each head with its matched centroid, best matching over permutations.
 
     Works on any leading batch shape (seeds, history). Heads without a matched centroid
@@ -121,7 +121,7 @@ def alignment(theta: Float[Array, "*b H d"], centroids: Float[Array, "K d"]) -> 
     return out.reshape(cos.shape[:-1])
 
 
-def head_assignments(theta: Float[Array, "H d"], X: Float[Array, "*b d"]) -> Int[Array, "*b"]:
+def head_assignments(theta: Float[ArrayLike, "H d"], X: Float[ArrayLike, "*b d"]) -> Int[Array, "*b"]:
     """The head that claims each token: argmax_h <theta_h, x>^2 (sign-invariant).
 
     Args:
@@ -149,9 +149,9 @@ def head_assignments(theta: Float[Array, "H d"], X: Float[Array, "*b d"]) -> Int
 
 
 def distortion(
-    outputs: Float[Array, "*b d"],
-    targets: Float[Array, "*b d"],
-    mask: Bool[Array, "*b"] | None = None,
+    outputs: Float[ArrayLike, "*#b d"],
+    targets: Float[ArrayLike, "*#b d"],
+    mask: Bool[ArrayLike, "*#b"] | None = None,
 ) -> Float[Array, ""]:
     """Mean squared distance of outputs to their targets (for instance each token's own
     centroid): the quantization error D of chapters/mixtures.md, def-distortion.
@@ -220,7 +220,7 @@ def _labels(name, labels) -> np.ndarray:
     return arr
 
 
-def adjusted_rand(labels_true: Int[Array, "*b L"], labels_pred: Int[Array, "*b L"]) -> np.ndarray:
+def adjusted_rand(labels_true: Int[ArrayLike, "*b L"], labels_pred: Int[ArrayLike, "*b L"]) -> np.ndarray:
     """Adjusted Rand index (Hubert and Arabie) of each prompt's predicted labels.
 
     Permutation-invariant: 1 for a perfect clustering whatever the label names, about 0 for
@@ -249,7 +249,9 @@ def adjusted_rand(labels_true: Int[Array, "*b L"], labels_pred: Int[Array, "*b L
     return np.array([adjusted_rand_score(a, b) for a, b in zip(flat_t, flat_p)]).reshape(t.shape[:-1])
 
 
-def own_centroids(centroids: Float[Array, "*b K d"], labels: Int[Array, "*b L"]) -> Float[Array, "*b L d"]:
+def own_centroids(
+    centroids: Float[ArrayLike, "K d"] | Float[ArrayLike, "*b K d"], labels: Int[ArrayLike, "*b L"]
+) -> Float[Array, "*b L d"]:
     """The centroid of every token's own component: centroids (K, d) shared, or (n, K, d)
     one set per prompt, with labels (n, L)."""
     mu = jnp.asarray(centroids)
@@ -259,7 +261,9 @@ def own_centroids(centroids: Float[Array, "*b K d"], labels: Int[Array, "*b L"])
     return jnp.take_along_axis(mu, lab[..., None], axis=-2)
 
 
-def nearest_centroid(Z: Float[Array, "*b L d"], centroids: Float[Array, "*b K d"]) -> Int[Array, "*b L"]:
+def nearest_centroid(
+    Z: Float[ArrayLike, "*b L d"], centroids: Float[ArrayLike, "K d"] | Float[ArrayLike, "*b K d"]
+) -> Int[Array, "*b L"]:
     """argmin_c ||z_l - mu_c|| for every token: centroids (K, d) or (n, K, d) per prompt.
     Applied to Q(X) this is the "oracle" assignment of identity attention (it needs the true
     centroids; see the chapter)."""
@@ -271,7 +275,9 @@ def nearest_centroid(Z: Float[Array, "*b L d"], centroids: Float[Array, "*b K d"
     return jnp.argmin(d2, axis=-1)
 
 
-def within_spread(Z: Float[Array, "*b L d"], labels: Int[Array, "*b L"], K: int) -> np.ndarray:
+def within_spread(
+    Z: Float[ArrayLike, "*depth n L d"], labels: Int[ArrayLike, "n L"], K: int
+) -> Float[np.ndarray, "*depth"] | np.float64:
     """Mean squared distance of tokens to their own cluster's mean (over the true labels),
     averaged over clusters and prompts: how far a cloud is from collapsing to a point.
     Z may carry leading axes (depth, n, L, d); returns one number per leading index

@@ -45,9 +45,9 @@ class GaussianMixture:
     or JAX's placeholders (inside a transformation) skips every check.
     """
 
-    weights: Float[Array, "K"]
-    centroids: Float[Array, "K d"]
-    sigma: float
+    weights: Float[Array, "*S K"]
+    centroids: Float[Array, "*S K d"]
+    sigma: float | Float[Array, "*S"]
 
     def __post_init__(self):
         fields = (self.weights, self.centroids, self.sigma)
@@ -118,14 +118,6 @@ def _weights(K: int, weights) -> jax.Array:
     return v.real_array("weights", weights)
 
 
-def _orthogonal_sizes(K, d) -> tuple[int, int]:
-    K = v.positive_int("K", K)
-    d = v.positive_int("d", d)
-    if K > d:
-        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
-    return K, d
-
-
 def orthogonal_mixture(
     K: int = 2, d: int = 5, r: float = 2.0, sigma: float = 0.5, weights=None
 ) -> GaussianMixture:
@@ -146,7 +138,7 @@ def orthogonal_mixture(
         ValueError: K, d, r, sigma or weights out of range (named in the message).
         TypeError: r, sigma or weights not real numbers.
     """
-    K, d = _orthogonal_sizes(K, d)
+    K, d = v.orthogonal_sizes(K, d)
     r = v.positive_finite("r", r)
     return GaussianMixture(_weights(K, weights), r * jnp.eye(K, d), sigma)
 
@@ -195,29 +187,29 @@ def sample(
 
 
 def random_orthogonal_centroids(
-    key: PRNGKeyArray, n: int, K: int, d: int, r: float
-) -> Float[Array, "n K d"]:
-    """``n`` sets of K orthogonal directions in R^d (Haar-random), each scaled to norm r.
+    key: PRNGKeyArray, n_prompts: int, K: int, d: int, r: float
+) -> Float[Array, "n_prompts K d"]:
+    """``n_prompts`` sets (one per prompt) of K orthogonal directions in R^d (Haar-random), each scaled to norm r.
 
     Args:
         key: a JAX PRNG key.
-        n: number of sets, >= 1.
+        n_prompts: number of sets, >= 1.
         K: directions per set, 1 <= K <= d.
         d: dimension, >= 1.
         r: norm of every direction, > 0.
 
     Returns:
-        (n, K, d) centroids; within a set, rows are orthogonal with norm r.
+        (n_prompts, K, d) centroids; within a set, rows are orthogonal with norm r.
 
     Raises:
         TypeError: key is not a PRNG key, r not a real number.
-        ValueError: n, K, d or r out of range (named in the message).
+        ValueError: n_prompts, K, d or r out of range (named in the message).
     """
     key = v.prng_key("key", key)
-    n = v.positive_int("n", n)
-    K, d = _orthogonal_sizes(K, d)
+    n_prompts = v.positive_int("n_prompts", n_prompts)
+    K, d = v.orthogonal_sizes(K, d)
     r = v.positive_finite("r", r)
-    G = jax.random.normal(key, (n, d, K))
+    G = jax.random.normal(key, (n_prompts, d, K))
     Q, R = jnp.linalg.qr(G)
     # Fix the sign ambiguity of QR so that the directions are Haar-distributed.
     Q = Q * jnp.sign(jnp.diagonal(R, axis1=-2, axis2=-1))[:, None, :]

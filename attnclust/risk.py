@@ -21,7 +21,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from . import _validate as v
 from .attention import _two_head
@@ -34,7 +34,7 @@ def _risk_from_outputs(X, out):
 
 
 def empirical_risk(
-    theta: Float[Array, "H d"], X: Float[Array, "*batch L d"], lam: float
+    theta: Float[ArrayLike, "H d"], X: Float[ArrayLike, "*batch L d"], lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, ""]:
     """Mean over prompts and tokens of ||x_l - T(X)_l||^2: an unbiased estimate of R_L
     (chapters/population_risk.md, def-risks; tokens are exchangeable, so every position
@@ -108,7 +108,7 @@ _population_risk_jit = jax.jit(_population_risk, static_argnums=3)
 
 
 def population_risk(
-    theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n_nodes: int = 40
+    theta: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""], n_nodes: int = 40
 ) -> Float[Array, ""]:
     """R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2, z from the mixture
     (chapters/population_risk.md, def-risks and prop-rinf).
@@ -141,17 +141,17 @@ def population_risk(
 
 
 def population_risk_mc(
-    key: PRNGKeyArray, theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n: int
+    key: PRNGKeyArray, theta: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""], n_samples: int
 ) -> Float[Array, ""]:
-    """Monte Carlo estimate of R_inf from ``n`` draws of z; its standard error is about
-    std(||z - T(z)||^2) / sqrt(n).
+    """Monte Carlo estimate of R_inf from ``n_samples`` draws of z; its standard error is about
+    std(||z - T(z)||^2) / sqrt(n_samples).
 
     Args:
         key: a JAX PRNG key.
         theta: (H, d) heads, finite.
         mixture: the ``GaussianMixture``, of dimension d.
         lam: temperature, > 0 and finite in float32.
-        n: number of draws, an integer >= 1.
+        n_samples: number of draws, an integer >= 1.
 
     Returns:
         A float32 scalar.
@@ -159,13 +159,13 @@ def population_risk_mc(
     Raises:
         TypeError: key not a PRNG key, mixture not a GaussianMixture, or theta or lam not
             real numbers.
-        ValueError: as ``population_risk``, or n not an integer >= 1.
+        ValueError: as ``population_risk``, or n_samples not an integer >= 1.
     """
     key = v.prng_key("key", key)
     v.instance("mixture", mixture, GaussianMixture)
     theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
     lam = v.positive_finite("lam", lam)
-    n = v.positive_int("n", n)
-    z = sample(key, mixture, n, 1)[0][:, 0, :]
+    n_samples = v.positive_int("n_samples", n_samples)
+    z = sample(key, mixture, n_samples, 1)[0][:, 0, :]
     risk = jnp.mean(jnp.sum((z - _head_output_limit(theta, z, mixture, lam)) ** 2, axis=-1))
     return v.finite_result(risk, "theta or lam is")

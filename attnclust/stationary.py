@@ -26,7 +26,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from . import _validate as v
 from ._numerics import softmax_small
@@ -56,7 +56,7 @@ def _vgh(theta, mixture, lam, n_nodes):
 
 
 def value_grad_hess(
-    theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float, n_nodes: int = 40
+    theta: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""], n_nodes: int = 40
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """R_inf(theta), its gradient (H, d) and its Hessian (H d, H d), by ``jax.grad`` and
     ``jax.hessian`` of ``population_risk`` (one jit compilation per mixture shape; lam and
@@ -115,9 +115,9 @@ class StationaryPoint:
 
 
 def newton_stationary(
-    theta0: Float[Array, "H d"],
+    theta0: Float[ArrayLike, "H d"],
     mixture: GaussianMixture,
-    lam: float,
+    lam: float | Float[ArrayLike, ""],
     n_nodes: int = 40,
     tol: float = 1e-5,
     max_iter: int = 50,
@@ -180,7 +180,7 @@ def _head_terms(theta, z, mixture, lam):
 
 
 def head_gradient(
-    theta: Float[Array, "H d"], z: Float[Array, "n d"], mixture: GaussianMixture, lam: float
+    theta: Float[ArrayLike, "H d"], z: Float[ArrayLike, "n d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> np.ndarray:
     """The hand-derived gradient of the large-L risk, averaged over the queries z:
 
@@ -204,7 +204,7 @@ def _head_gradient(theta, z, mixture, lam):
 
 
 def fixed_point_map(
-    theta: Float[Array, "H d"], z: Float[Array, "n d"], mixture: GaussianMixture, lam: float
+    theta: Float[ArrayLike, "H d"], z: Float[ArrayLike, "n d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> np.ndarray:
     """The stationarity condition grad_h = 0 solved for theta_h (chapter, fixed-point form):
 
@@ -250,9 +250,9 @@ def _block_gaps(theta, X, mixture, lam, L):
 
 def risk_gap(
     key: PRNGKeyArray,
-    theta: Float[Array, "H d"],
+    theta: Float[ArrayLike, "H d"],
     mixture: GaussianMixture,
-    lam: float,
+    lam: float | Float[ArrayLike, ""],
     Ls: list[int] | np.ndarray,
     n_tokens: int = 131_072,
     n_nodes: int = 40,
@@ -313,7 +313,7 @@ def _risk_and_grad(theta, mixture, lam):
 
 
 def risk_and_grad(
-    theta: Float[Array, "H d"], mixture: GaussianMixture, lam: float
+    theta: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> tuple[Float[Array, ""], Float[Array, "H d"]]:
     """R_inf(theta) and its gradient (H, d) (``population_risk`` and ``jax.grad`` of it, one
     compilation per mixture shape): the large-L risk and its slope at a point, for instance
@@ -324,7 +324,7 @@ def risk_and_grad(
 
 
 def large_L_minimiser(
-    theta0: Float[Array, "H d"], mixture: GaussianMixture, lam: float = 1.0, tol: float = 1e-6
+    theta0: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""] = 1.0, tol: float = 1e-6
 ) -> tuple[np.ndarray, float]:
     """Local minimiser of the large-L risk ``ac.population_risk`` (quadrature, isotropic
     mixtures only) reached by BFGS from ``theta0`` (e.g. a trained theta): (theta, R_inf).

@@ -24,8 +24,10 @@ from functools import lru_cache
 
 import jax
 import numpy as np
+from jaxtyping import ArrayLike, Float
 from scipy import stats
 
+from . import _validate as v
 from .metrics import abs_cosines, alignment
 from .mixture import orthogonal_mixture
 from .train import INITS, FitResult, fit_many
@@ -61,8 +63,7 @@ chapter "Training dynamics", chapters/training_dynamics.md)."""
 
 def budget(size: str) -> Budget:
     """The :class:`Budget` of ``size`` ("small" or "full")."""
-    if size not in BUDGETS:
-        raise ValueError(f"size must be one of {tuple(BUDGETS)}, got size={size!r}")
+    v.one_of("size", size, BUDGETS)
     return BUDGETS[size]
 
 
@@ -137,8 +138,7 @@ def run_seeds(
         ValueError: a bad ``size``, ``init``, ``lam`` length or ``repeat_keys``.
     """
     b = budget(size)
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
+    v.one_of("init", init, INITS)
     seeds = b.seeds if seeds is None else int(seeds)
     lam = _lam_key(lam)
     if isinstance(lam, tuple) and len(lam) != seeds:
@@ -315,7 +315,9 @@ def steps_to(result: FitResult, centroids, level: float = 0.9) -> np.ndarray:
     return np.where(hit.any(axis=-1), np.asarray(result.steps)[first], np.nan)
 
 
-def head_distance(theta, reference) -> np.ndarray:
+def head_distance(
+    theta: Float[ArrayLike, "*b H d"], reference: Float[ArrayLike, "H d"]
+) -> Float[np.ndarray, "*b"] | np.float64:
     """Distance from heads to reference heads up to what the layer cannot see: the order of
     the heads and the sign of each head.
 

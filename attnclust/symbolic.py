@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 import sympy as sp
+from jaxtyping import ArrayLike, Float, Int
 from numpy.polynomial.hermite import hermgauss
 from scipy import optimize
 from scipy.special import expit
@@ -114,7 +116,7 @@ class logistic(sp.Function):
         return tex if exp is None else r"%s^{%s}" % (tex, exp)
 
 
-def _lambdify(args: Sequence[sp.Symbol], expr: sp.Expr, backend: str = "numpy") -> Callable:
+def _lambdify(args: Sequence[sp.Symbol], expr: sp.Expr | Sequence[sp.Expr], backend: str = "numpy") -> Callable:
     if backend == "numpy":
         return sp.lambdify(args, expr, modules=[{"logistic": expit}, "numpy"])
     if backend == "jax":
@@ -125,7 +127,7 @@ def _lambdify(args: Sequence[sp.Symbol], expr: sp.Expr, backend: str = "numpy") 
 
 
 def lambdify_expr(
-    args: Sequence[sp.Symbol], expr: sp.Expr, backend: Literal["numpy", "jax"] = "numpy"
+    args: Sequence[sp.Symbol], expr: sp.Expr | Sequence[sp.Expr], backend: Literal["numpy", "jax"] = "numpy"
 ) -> Callable:
     """Lambdify an expression of this module (``logistic`` included) for NumPy or JAX;
     with ``backend="jax"`` the function is jit-able and differentiable by jax.grad."""
@@ -146,7 +148,7 @@ def _gh(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sqrt(2.0) * x, w / np.sqrt(np.pi)
 
 
-def _dot(a: Sequence[sp.Expr], b: Sequence[sp.Expr]) -> sp.Expr:
+def _dot(a: Sequence[sp.Expr | float], b: Sequence[sp.Expr | float]) -> sp.Expr:
     return sp.Add(*[ai * bi for ai, bi in zip(a, b)])
 
 
@@ -161,12 +163,12 @@ def _softmax_exprs(logits: Sequence[sp.Expr]) -> list[sp.Expr]:
 
 
 def _head_coef_expr(
-    theta: Sequence[sp.Expr],
-    z: Sequence[sp.Expr],
-    mus: Sequence[Sequence[sp.Expr]],
-    weights: Sequence[sp.Expr],
-    lam: sp.Expr,
-    sigma: sp.Expr,
+    theta: Sequence[sp.Expr | float],
+    z: Sequence[sp.Expr | float],
+    mus: Sequence[Sequence[sp.Expr | float]],
+    weights: Sequence[sp.Expr | float],
+    lam: sp.Expr | float,
+    sigma: sp.Expr | float,
 ) -> sp.Expr:
     """The head coefficient of prop-head-limit (chapters/attention.md):
     coef_h(z) = s sigma^2 ||theta||^2 + sum_c alpha_c(s) <theta, mu_c>, s = lam <theta, z>,
@@ -323,13 +325,13 @@ def check_head_output() -> bool:
 
 
 def head_coefficient(
-    theta: np.ndarray,
-    z: np.ndarray,
-    centroids: np.ndarray,
-    weights: np.ndarray,
+    theta: Float[ArrayLike, "H d"],
+    z: Float[ArrayLike, "*b d"],
+    centroids: Float[ArrayLike, "K d"],
+    weights: Float[ArrayLike, "K"] | Sequence[float],
     sigma: float,
     lam: float,
-) -> np.ndarray:
+) -> Float[np.ndarray, "*b H"]:
     """coef_h(z) for every head (prop-head-limit, chapters/attention.md), NumPy, general K.
 
     theta (H, d), z (..., d), centroids (K, d), weights (K,) -> (..., H):
@@ -350,13 +352,13 @@ def head_coefficient(
 
 
 def head_output(
-    theta: np.ndarray,
-    z: np.ndarray,
-    centroids: np.ndarray,
-    weights: np.ndarray,
+    theta: Float[ArrayLike, "H d"],
+    z: Float[ArrayLike, "*b d"],
+    centroids: Float[ArrayLike, "K d"],
+    weights: Float[ArrayLike, "K"] | Sequence[float],
     sigma: float,
     lam: float,
-) -> np.ndarray:
+) -> Float[np.ndarray, "*b d"]:
     """Large-L layer output sum_h theta_h coef_h(z), (..., d) (prop-head-limit,
     chapters/attention.md)."""
     return head_coefficient(theta, z, centroids, weights, sigma, lam) @ np.asarray(theta, float)
@@ -446,8 +448,9 @@ def check_identity_limit() -> bool:
 
 
 def identity_limit_float64(
-    z: np.ndarray, centroids: np.ndarray, weights: np.ndarray, sigma: float, lam: float
-) -> np.ndarray:
+    z: Float[ArrayLike, "*b d"], centroids: Float[ArrayLike, "K d"], weights: Float[ArrayLike, "K"] | Sequence[float],
+    sigma: float, lam: float,
+) -> Float[np.ndarray, "*b d"]:
     """Large-L identity attention (prop-identity-limit, chapters/quantization.md) in NumPy
     float64, for checks against the float32 library (``attnclust.identity_limit``, which takes
     a ``GaussianMixture``); general K and d:
@@ -570,7 +573,7 @@ class AlignedReduction:
     g_integrand: sp.Expr
     dg_integrand: sp.Expr
     d2g_integrand: sp.Expr
-    risk_formula: sp.Expr
+    risk_formula: sp.Eq
     fixed_point_equation: sp.Eq
     f_fn: Callable  # (u, c, lam, r, sigma)
     g_fn: Callable
@@ -1155,7 +1158,7 @@ def best_lambda_bound(r: float, sigma: float, d: int) -> dict[str, float]:
 
 
 def distortion_scaling(
-    rhos: Sequence[float], ds: Sequence[int], sigma: float = 1.0
+    rhos: Sequence[float] | Float[np.ndarray, "n_rho"], ds: Sequence[int] | Int[np.ndarray, "n_d"], sigma: float = 1.0
 ) -> list[dict[str, float]]:
     """Best-lam bound and exact distortion over separations rho = r / sigma and dimensions
     d (prop-distortion-scaling, chapters/quantization.md).  Rows carry lam sigma^2 and D / sigma^2, which depend on

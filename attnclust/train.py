@@ -22,9 +22,10 @@ same run either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 import jax
 import jax.numpy as jnp
@@ -87,8 +88,7 @@ def init_theta(
     key = v.raw_keys("key", key, batched=False)
     v.instance("mixture", mixture, GaussianMixture)
     H = mixture.K if H is None else v.positive_int("H", H)
-    if not isinstance(init, str) or init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
+    v.one_of("init", init, INITS)
     if scale is not None:
         v.positive_finite("scale", scale)
     return _init_theta(key, mixture, H, init, scale)

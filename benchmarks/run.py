@@ -742,8 +742,6 @@ def main() -> int:
     skip = set(filter(None, a.skip.split(",")))
     t_start = time.perf_counter()
     load_start = list(os.getloadavg())
-    import jax
-
     from attnclust import perf
 
     results: dict = {

@@ -137,7 +137,8 @@ def orthonormal(n, K, d, r):
     return check
 
 
-for args, names in [((-1, 2, 5, 2.0), ["n"]), ((0, 2, 5, 2.0), ["n"]), ((2.5, 2, 5, 2.0), ["n"]),
+N_SETS = ["n", "n_prompts"]  # the argument was renamed n -> n_prompts: either name is clear
+for args, names in [((-1, 2, 5, 2.0), N_SETS), ((0, 2, 5, 2.0), N_SETS), ((2.5, 2, 5, 2.0), N_SETS),
                     ((2, 6, 5, 2.0), ["K"]), ((2, 0, 5, 2.0), ["K"]), ((2, 2, 0, 2.0), ["d", "K"]),
                     ((2, 2, 5, NAN), ["r"]), ((2, 2, 5, -1.0), ["r"]), ((2, 2, 5, INF), ["r"]),
                     ((2, 2, 5, 1e39), ["r"]), ((2, 2, 5, 0.0), ["r"]), ((2, 2, 5, "2"), ["r"])]:
@@ -333,7 +334,7 @@ for label, f in bad_arrays[:3]:
     case(f"population_risk_mc theta {label}", lambda f=f: prm(KEY, f(TH), MIX, 1.0, 64), ["theta"], error=True)
 case("population_risk_mc theta*1e10", lambda: prm(KEY, TH * 1e10, MIX, 1.0, 64), ["theta"])
 for n in [0, -1, 2.5]:
-    case(f"population_risk_mc n={n}", lambda n=n: prm(KEY, TH, MIX, 1.0, n), ["n"], error=True)
+    case(f"population_risk_mc n={n}", lambda n=n: prm(KEY, TH, MIX, 1.0, n), ["n", "n_samples"], error=True)  # renamed n -> n_samples
 case("population_risk_mc theta wrong d", lambda: prm(KEY, TH[:, :4], MIX, 1.0, 64), ["theta"], error=True)
 case("population_risk_mc mixture=None", lambda: prm(KEY, TH, None, 1.0, 64), ["mixture"], error=True)
 case("population_risk_mc new key", lambda: prm(jax.random.key(0), TH, MIX, 1.0, 64))

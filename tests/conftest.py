@@ -2,18 +2,59 @@
 
 Every random test draws from a key derived here, so every run sees the same arrays.
 Test files run in the order of their number of ``slow`` tests (most first).
+
+The jaxtyping annotations of the library are checked in every test: jaxtyping's import
+hook decorates each function and dataclass of ``attnclust`` with
+``jaxtyped(typechecker=beartype)`` when it is imported (below, before the first import of
+the package), so a call whose arguments or result disagree with its annotated types or
+shapes fails with a ``TypeCheckError``. Tests marked ``bad_input`` pass wrong input on
+purpose, to test the library's own ValueError/TypeError messages; the checker is switched
+off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs without the hook
+(slightly faster, for a quick loop).
 """
 
+import os
 from collections import Counter
 
 import jax
 import pytest
+from jaxtyping import config as jaxtyping_config
+from jaxtyping import install_import_hook
 
-import attnclust as ac
+TYPECHECK = os.environ.get("ATTNCLUST_TYPECHECK", "1") != "0"
+if TYPECHECK:
+    # ``float`` accepts an int as PEP 484 says (the numeric tower); beartype's default is
+    # stricter than the annotations mean.
+    _HOOK = install_import_hook(
+        "attnclust", "beartype.beartype(conf=beartype.BeartypeConf(is_pep484_tower=True))"
+    )
+
+import attnclust as ac  # noqa: E402  (after the hook, so that the package is checked)
+
+# The fields of GaussianMixture are annotated with what it stores (float32 arrays), but JAX
+# rebuilds the pytree from whatever leaves a transformation holds (tracers, the shape structs
+# of jax.eval_shape, the ints and None of a vmap in_axes prefix), so its __init__ takes any
+# leaf: the checker skips __init__ (jaxtyping reads __no_type_check__ at call time), and
+# __post_init__ validates what a user passes.
+ac.GaussianMixture.__init__.__no_type_check__ = True
 
 DEFAULT = dict(K=2, d=5, r=2.0, sigma=0.5)
 """The book's default setting (the default mixture of chapters/attention.md and
 chapters/population_risk.md): orthogonal centroids, separation r / sigma = 4."""
+
+
+@pytest.fixture(autouse=True)
+def _typecheck(request):
+    """Switch the type checker off for a test marked ``bad_input`` (it passes wrong types or
+    shapes on purpose, to reach the library's own errors); on for every other test."""
+    if request.node.get_closest_marker("bad_input") is None:
+        yield
+        return
+    jaxtyping_config.update("jaxtyping_disable", True)
+    try:
+        yield
+    finally:
+        jaxtyping_config.update("jaxtyping_disable", False)
 
 
 @pytest.fixture

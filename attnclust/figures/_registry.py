@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
+
+from .. import _validate as v
 
 SIZES = ("small", "full")
 
@@ -70,8 +72,7 @@ def make(name: str, size: str = "small"):
     _load_all()
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
-    if size not in SIZES:
-        raise ValueError(f"size must be one of {SIZES}, got size={size!r}")
+    v.one_of("size", size, SIZES)
     import matplotlib.pyplot as plt
 
     fig = FIGURES[name].func(size=size)

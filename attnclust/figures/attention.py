@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import matplotlib.figure
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from ..attention import identity_attention, two_head_attend, two_head_layer
 from ..limits import head_output_limit
@@ -143,7 +144,9 @@ def preface_layers(size: str = "small") -> matplotlib.figure.Figure:
 # ---------------------------------------------------------------------------------------
 
 
-def softmax_pool(values: np.ndarray, scores: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
+def softmax_pool(
+    values: Float[ArrayLike, "L"], scores: Float[ArrayLike, "L"], lam: float | Float[ArrayLike, "*m"]
+) -> Float[np.ndarray, "*m"] | np.float64:
     """sum_k softmax_k(lam * scores_k) values_k for one or several temperatures.
 
     values, scores: (L,); lam scalar or (m,) -> scalar or (m,). Computed with the maximum

@@ -18,6 +18,7 @@ import numpy as np
 import attnclust as ac
 
 from .. import baselines, general_mixture, stationary, symbolic
+from .. import _validate as v
 from ..digits import load_digits_pca, sample_rows
 from ..limits import general_identity_limit
 from ..train import fit_mixtures
@@ -54,9 +55,7 @@ def settings() -> dict:
 
 
 def _size(size: str) -> dict:
-    if size not in SIZES:
-        raise ValueError(f"size must be one of {tuple(SIZES)}, got size={size!r}")
-    return SIZES[size]
+    return SIZES[v.one_of("size", size, SIZES)]
 
 
 def span_coverage(theta: np.ndarray, centroids: np.ndarray) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 
 import attnclust as ac
 
+from .. import _validate as v
 from .. import baselines, symbolic
 from ._registry import register
 
@@ -36,9 +37,7 @@ SIZES = {
 
 
 def _size(size: str) -> dict:
-    if size not in SIZES:
-        raise ValueError(f"size must be one of {tuple(SIZES)}, got size={size!r}")
-    return SIZES[size]
+    return SIZES[v.one_of("size", size, SIZES)]
 
 
 @lru_cache(maxsize=None)

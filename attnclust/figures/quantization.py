@@ -17,6 +17,7 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 from .. import symbolic
+from .. import _validate as v
 from ..attention import identity_attend, identity_attention
 from ..limits import identity_limit
 from ..mixture import GaussianMixture, orthogonal_mixture, sample
@@ -27,8 +28,7 @@ DEFAULT = dict(r=2.0, sigma=0.5, d=5)
 
 
 def _check_size(size: str) -> None:
-    if size not in ("small", "full"):
-        raise ValueError(f"size must be 'small' or 'full', got size={size!r}")
+    v.one_of("size", size, ("small", "full"))
 
 
 def finite_L_distortion(

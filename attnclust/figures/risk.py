@@ -12,6 +12,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .. import _validate as v
 from .. import stationary, symbolic
 from ..mixture import orthogonal_mixture
 from ._registry import register
@@ -21,8 +22,7 @@ DEFAULT = dict(lam=1.0, r=2.0, sigma=0.5, d=5)
 
 
 def _check_size(size: str) -> None:
-    if size not in ("small", "full"):
-        raise ValueError(f"size must be 'small' or 'full', got size={size!r}")
+    v.one_of("size", size, ("small", "full"))
 
 
 @lru_cache(maxsize=None)

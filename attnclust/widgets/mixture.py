@@ -52,10 +52,7 @@ def sample_prompt(
     weights :func:`mixture_weights`. NumPy's generator (seeded by ``seed``) keeps the call
     fast and free of JAX compilation.
     """
-    K = v.positive_int("K", K)
-    d = v.positive_int("d", d)
-    if K > d:
-        raise ValueError(f"K must be <= d for orthogonal centroids, got K={K}, d={d}")
+    K, d = v.orthogonal_sizes(K, d)
     v.positive_finite("r_over_sigma", r_over_sigma)
     w = mixture_weights(K, weight)
     rng = np.random.default_rng(int(seed))

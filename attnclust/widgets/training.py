@@ -28,6 +28,7 @@ import matplotlib.figure
 import numpy as np
 
 from .. import sweeps
+from .. import _validate as v
 from ..metrics import alignment
 from ..mixture import orthogonal_mixture, sample
 from ..train import INITS, FitResult, fit
@@ -54,14 +55,11 @@ def _snap(value: float, grid: tuple) -> float:
 
 
 def _check(d: int, L: int, seed: int, init: str) -> None:
-    if d not in DIMS:
-        raise ValueError(f"d must be one of {DIMS}, got d={d}")
-    if L not in LENGTHS:
-        raise ValueError(f"L must be one of {LENGTHS}, got L={L}")
+    v.one_of("d", d, DIMS)
+    v.one_of("L", L, LENGTHS)
     if not 0 <= seed < N_SEEDS:
         raise ValueError(f"seed must be in 0..{N_SEEDS - 1}, got seed={seed}")
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}, got init={init!r}")
+    v.one_of("init", init, INITS)
 
 
 SEED0 = 0
