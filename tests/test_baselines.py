@@ -77,6 +77,7 @@ def test_accepts_jax_arrays(func, key):
         (np.full((2, 10, 3), np.nan), 2, "finite"),
     ],
 )
+@pytest.mark.bad_input
 def test_validation(func, X, K, match):
     with pytest.raises(ValueError, match=match):
         func(KEY, X, K)
@@ -84,6 +85,7 @@ def test_validation(func, X, K, match):
 
 @pytest.mark.parametrize("func", FUNCS)
 @pytest.mark.parametrize("n_init", [0, 1.5, True])
+@pytest.mark.bad_input
 def test_n_init_validation(func, n_init):
     with pytest.raises(ValueError, match="n_init"):
         func(KEY, np.zeros((1, 10, 2)), 2, n_init=n_init)

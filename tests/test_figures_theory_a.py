@@ -152,6 +152,7 @@ def test_head_limit_error_decreases_like_root_L():
     assert -0.7 < err["slope"] < -0.35
 
 
+@pytest.mark.slow
 def test_layer_outputs_demo():
     d = fa.layer_outputs_demo()
     assert d["T"].shape == d["X"].shape == d["Q"].shape == (100, 2)

@@ -72,6 +72,7 @@ def test_finite_L_distortion_below_bound():
     assert abs(cold["D"][0] - 2.0) < 0.1  # ||(mu_1 + mu_2)/2 - mu_1||^2 = r^2 / 2 = 2
 
 
+@pytest.mark.slow
 def test_distortion_data_consistent():
     d = fq.distortion_curve_data()
     assert np.all(d["bound"] >= d["exact"])

@@ -32,6 +32,7 @@ def queries():
     return jnp.array([[1.5, 0.3, 0.1, 0.0, 0.0], [0.2, -1.0, 0.0, 0.3, 0.0], [-0.4, 0.6, 0.5, 0.0, -0.2]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam", [0.5, 1.0, 2.0])
 def test_head_output_limit_matches_large_L(key, queries, lam):
     mixture = ac.orthogonal_mixture(2, 5, 2.0, 0.5, weights=[0.3, 0.7])
@@ -42,6 +43,7 @@ def test_head_output_limit_matches_large_L(key, queries, lam):
     _within_standard_errors(finite, ac.head_output_limit(theta, queries, mixture, lam))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lam", [0.5, 1.0, 2.0])
 def test_identity_limit_matches_large_L(key, queries, lam):
     mixture = ac.orthogonal_mixture(3, 5, 2.0, 0.5, weights=[0.2, 0.3, 0.5])
@@ -51,6 +53,7 @@ def test_identity_limit_matches_large_L(key, queries, lam):
     _within_standard_errors(finite, ac.identity_limit(queries, mixture, lam))
 
 
+@pytest.mark.slow
 def test_identity_limit_is_not_the_untilted_mean(key, queries):
     """The check above can fail: the plain (untilted) mixture mean is far from the data."""
     mixture = ac.orthogonal_mixture(3, 5, 2.0, 0.5)
@@ -71,6 +74,7 @@ def _random_setting(seed, K, H, d):
     return mixture, theta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K,H,d,lam", [(2, 2, 5, 1.0), (3, 3, 4, 0.7), (2, 3, 6, 1.5), (4, 1, 3, 2.0)])
 def test_population_risk_quadrature_matches_monte_carlo(K, H, d, lam):
     """Gauss-Hermite R_inf against 400,000 Monte Carlo draws (5 standard errors)."""
@@ -94,6 +98,7 @@ def test_population_risk_quadrature_has_converged(mixture):
         assert a == pytest.approx(b, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_empirical_risk_approaches_population_risk(mixture):
     """R_L -> R_inf as L grows, at theta = 0.9 e_h (near the aligned minimiser).
 
@@ -115,12 +120,13 @@ def test_empirical_risk_approaches_population_risk(mixture):
     assert abs(gaps[80]) <= 5 * ses[80] + 2e-3
 
 
+@pytest.mark.slow
 def test_population_risk_gradient_matches_finite_differences(mixture):
     """Central differences, step 1e-2: truncation ~ h^2 |R'''| ~ 1e-4 and float32 rounding
     ~ 1e-7 / 1e-2 = 1e-5, so an absolute tolerance of 2e-3 is generous but still catches a
     wrong gradient (entries are of order 1)."""
     theta = jnp.array([[1.1, 0.3, -0.2, 0.0, 0.1], [0.2, 0.7, 0.0, 0.4, 0.0]])
-    f = lambda t: ac.population_risk(t, mixture, 1.0)
+    f = jax.jit(lambda t: ac.population_risk(t, mixture, 1.0))  # compiled once for the 21 calls
     g = np.asarray(jax.grad(f)(theta))
     h = 1e-2
     fd = np.zeros_like(g)

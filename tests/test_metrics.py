@@ -35,6 +35,8 @@ def test_alignment_batches_and_more_heads_than_centroids(key):
     np.testing.assert_allclose(a[2, 3], ac.alignment(thetas[2, 3], mu))
 
 
+@pytest.mark.slow
+@pytest.mark.bad_input  # ends with labels of different shapes, for the ValueError
 def test_head_assignments_and_adjusted_rand(key, mixture):
     X, labels = ac.sample(key, mixture, 3, 200)
     perfect = ac.head_assignments(mixture.centroids[::-1], X)  # names swapped on purpose
@@ -47,6 +49,7 @@ def test_head_assignments_and_adjusted_rand(key, mixture):
         ac.adjusted_rand(labels, labels[:, :10])
 
 
+@pytest.mark.slow
 def test_distortion_of_raw_tokens_is_the_noise_floor(key, mixture):
     """E||x - mu_c(x)||^2 = d sigma^2; with 100,000 tokens the relative s.e. is
     sqrt(2/(d n)) = 0.2%, so 1% is 5 s.e."""

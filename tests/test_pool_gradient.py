@@ -27,6 +27,18 @@ def _weighted(pool, w):
     return lambda lam, Pq, Pk: jnp.sum(w * pool(lam, Pq, Pk))
 
 
+def _loss(pool):
+    """sum(w * pool(lam, Pq, Pk)) with w an argument, so that one jitted program serves
+    every example of a shape (a closure over w would be traced and compiled anew)."""
+    return lambda lam, Pq, Pk, w: jnp.sum(w * pool(lam, Pq, Pk))
+
+
+_REF_OUT = jax.jit(_reference)
+_REF_GRAD = jax.jit(jax.grad(_loss(_reference), argnums=(0, 1, 2)))
+_LIB_OUT = jax.jit(rank_one_softmax_pool)
+_LIB_GRAD = jax.jit(jax.grad(_loss(rank_one_softmax_pool), argnums=(0, 1, 2)))
+
+
 def _inputs(seed, Q, K, scale):
     rng = np.random.default_rng(seed)
     return (scale * rng.normal(size=(2, Q)), scale * rng.normal(size=(2, K)), rng.normal(size=(2, Q)))
@@ -37,18 +49,18 @@ def _assert_close(got, want, rel=2e-4):
     np.testing.assert_allclose(got, want, rtol=0, atol=rel * max(1.0, np.abs(want).max()))
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.sampled_from([(1, 1), (5, 5), (7, 40), (40, 3)]),
        st.floats(0.01, 20.0), st.floats(0.1, 1.7))
 def test_gradient_matches_autodiff_of_the_formula(seed, shape, lam, scale):
     Pq, Pk, w = _inputs(seed, *shape, scale)
     with jax.enable_x64(True):
-        want_out = _reference(lam, Pq, Pk)
-        want = jax.grad(_weighted(_reference, w), argnums=(0, 1, 2))(lam, Pq, Pk)
+        want_out = _REF_OUT(np.float64(lam), Pq, Pk)
+        want = _REF_GRAD(np.float64(lam), Pq, Pk, w)
     f32 = [jnp.asarray(a, jnp.float32) for a in (Pq, Pk, w)]
-    got_out = jax.jit(rank_one_softmax_pool)(jnp.float32(lam), f32[0], f32[1])
-    got = jax.jit(jax.grad(_weighted(rank_one_softmax_pool, f32[2]), argnums=(0, 1, 2)))(
-        jnp.float32(lam), f32[0], f32[1])
+    got_out = _LIB_OUT(jnp.float32(lam), f32[0], f32[1])
+    got = _LIB_GRAD(jnp.float32(lam), *f32)
     _assert_close(got_out, want_out)
     for g, r in zip(got, want):
         _assert_close(g, r)
@@ -60,37 +72,41 @@ def test_gradient_is_finite_and_exact_at_huge_temperature():
     Pq, Pk, w = _inputs(3, 6, 9, 1.0)
     lam = 1e4
     with jax.enable_x64(True):
-        want = jax.grad(_weighted(rank_one_softmax_pool, w), argnums=(1, 2))(lam, Pq, Pk)
+        want = _LIB_GRAD(np.float64(lam), Pq, Pk, w)[1:]
         # the float64 library gradient itself agrees with finite differences of the output
         eps = 1e-7
         e = np.zeros_like(Pk)
         e[0, 4] = eps
-        fd = (_weighted(rank_one_softmax_pool, w)(lam, Pq, Pk + e)
-              - _weighted(rank_one_softmax_pool, w)(lam, Pq, Pk - e)) / (2 * eps)
+        loss = jax.jit(_loss(rank_one_softmax_pool))
+        fd = (loss(np.float64(lam), Pq, Pk + e, w) - loss(np.float64(lam), Pq, Pk - e, w)) / (2 * eps)
         assert abs(float(fd) - float(want[1][0, 4])) <= 1e-5 * max(1.0, abs(float(fd)))
     f32 = [jnp.asarray(a, jnp.float32) for a in (Pq, Pk, w)]
-    got = jax.grad(_weighted(rank_one_softmax_pool, f32[2]), argnums=(1, 2))(jnp.float32(lam), f32[0], f32[1])
+    got = _LIB_GRAD(jnp.float32(lam), *f32)[1:]
     for g, r in zip(got, want):
         assert np.all(np.isfinite(g))
         _assert_close(g, r, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_second_derivatives_and_vmap_over_lam():
     """jax.hessian (forward over reverse) of a loss through the layer equals the reference's;
     vmap over a batch of temperatures gives each temperature's gradient."""
     Pq, _, w = _inputs(5, 6, 6, 1.0)
     with jax.enable_x64(True):
-        H = jax.hessian(lambda P: _weighted(rank_one_softmax_pool, w)(0.7, P, P))(Pq)
-        H_ref = jax.hessian(lambda P: _weighted(_reference, w)(0.7, P, P))(Pq)
+        # jitted: one compilation each instead of one per primitive of the eager hessian
+        H = jax.jit(jax.hessian(lambda P: _weighted(rank_one_softmax_pool, w)(0.7, P, P)))(Pq)
+        H_ref = jax.jit(jax.hessian(lambda P: _weighted(_reference, w)(0.7, P, P)))(Pq)
         np.testing.assert_allclose(H, H_ref, rtol=1e-9, atol=1e-9)
     lams = jnp.array([0.3, 1.0, 4.0], jnp.float32)
     P32, w32 = jnp.asarray(Pq, jnp.float32), jnp.asarray(w, jnp.float32)
-    g = jax.vmap(jax.grad(lambda lam: _weighted(rank_one_softmax_pool, w32)(lam, P32, P32)))(lams)
+    grad_lam = jax.grad(lambda lam: _weighted(rank_one_softmax_pool, w32)(lam, P32, P32))
+    g = jax.vmap(grad_lam)(lams)
+    one_lam = jax.jit(grad_lam)
     for i, lam in enumerate(lams):
-        one = jax.grad(lambda lam: _weighted(rank_one_softmax_pool, w32)(lam, P32, P32))(lam)
-        np.testing.assert_allclose(g[i], one, rtol=1e-5)
+        np.testing.assert_allclose(g[i], one_lam(lam), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_training_loss_gradient_matches_reference_layer(key):
     """The gradient fit follows (the empirical risk through the two-head layer) equals the
     one through the formula, at the default mixture."""
@@ -103,9 +119,10 @@ def test_training_loss_gradient_matches_reference_layer(key):
         out = jnp.swapaxes(pool(1.0, P, P), -1, -2) @ theta
         return jnp.mean(jnp.sum((X - out) ** 2, axis=-1))
 
-    got = jax.grad(ac.empirical_risk)(theta, X, 1.0)
+    got = jax.jit(jax.grad(ac.empirical_risk))(theta, X, 1.0)
     with jax.enable_x64(True):
-        want = jax.grad(lambda t: risk(_reference, t, np.asarray(X, np.float64)))(np.asarray(theta, np.float64))
+        want = jax.jit(jax.grad(lambda t: risk(_reference, t, np.asarray(X, np.float64))))(
+            np.asarray(theta, np.float64))
     _assert_close(got, want)
     with pytest.raises(TypeError, match="forward-mode"):
         jax.jvp(lambda t: ac.empirical_risk(t, X, 1.0), (theta,), (theta,))

@@ -44,6 +44,7 @@ def test_value_grad_hess_matches_library(mix):
     assert np.allclose((gp - gm).ravel() / (2 * eps), h @ u.ravel(), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.bad_input
 def test_value_grad_hess_validates(mix):
     with pytest.raises(ValueError, match="theta"):
         st.value_grad_hess(np.zeros(5), mix, LAM)
@@ -59,6 +60,7 @@ def test_critical_point_kind():
     assert st.critical_point_kind(np.array([0.0, 0.0])) == "degenerate"
 
 
+@pytest.mark.slow
 def test_newton_finds_tilted_minimum(mix, theta_star):
     p = st.newton_stationary(theta_star + 0.02, mix, LAM)
     assert p.grad_norm < 1e-4
@@ -99,6 +101,7 @@ def test_head_gradient_general_K_and_weights():
     assert np.allclose(g_hand, g_auto, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_fixed_point_map(mix, theta_star):
     z, _ = ac.sample(jax.random.PRNGKey(7), mix, 100_000, 1)
     z = z[:, 0]

@@ -62,6 +62,7 @@ def test_lam_per_seed_covers_grid():
     assert set(lams) == set(sweeps.LAMS_TILT)
 
 
+@pytest.mark.slow
 def test_run_seeds_small_run():
     res = sweeps.run_seeds("small", init="near", steps=40, seeds=2)
     assert res.thetas.shape == (2, 10, 2, 5)
@@ -77,6 +78,7 @@ def test_head_distance_ignores_order_and_sign():
     assert sweeps.head_distance(np.stack([ref, moved]), ref) == pytest.approx([0.0, 0.1])
 
 
+@pytest.mark.slow
 def test_between_runs_end_near_the_saddle():
     """The close-start runs classified 'between' sit near the index-one saddle with
     |cos| = 1/sqrt 2 that attnclust.stationary finds from a symmetric start."""

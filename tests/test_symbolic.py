@@ -245,6 +245,7 @@ def test_aligned_risk_gradient_and_tilt_vs_library(lam, r, sigma, d):
     assert np.all(np.abs(g[:, 2:]) < 1e-5)
 
 
+@pytest.mark.slow
 def test_tilted_minimiser_is_stationary_for_library():
     lam, r, sigma, d = 1.0, 2.0, 0.5, 5
     tm = S.tilted_minimiser(lam, r, sigma, d=d)

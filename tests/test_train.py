@@ -19,6 +19,7 @@ import attnclust as ac
 from attnclust import general_mixture, train
 
 
+@pytest.mark.slow
 def test_same_key_same_run(key, mixture):
     a = ac.fit(key, mixture, steps=60, batch=8, L=10, record_every=20, progress=False)
     b = ac.fit(key, mixture, steps=60, batch=8, L=10, record_every=20, progress=True)
@@ -29,6 +30,7 @@ def test_same_key_same_run(key, mixture):
     np.testing.assert_array_equal(a.thetas[-1], a.theta)
 
 
+@pytest.mark.slow
 def test_fit_many_equals_separate_fits(key, mixture):
     keys = jax.random.split(key, 3)
     many = ac.fit_many(keys, mixture, steps=40, batch=8, L=10, record_every=20, progress=False)
@@ -38,6 +40,7 @@ def test_fit_many_equals_separate_fits(key, mixture):
         np.testing.assert_allclose(many.risk[i], one.risk, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_fit_many_sweeps_lam(key, mixture):
     keys = jax.random.split(key, 2)
     lams = jnp.array([0.5, 2.0])
@@ -62,6 +65,7 @@ def test_initialisations(key, mixture, init):
         assert cos > 0.9
 
 
+@pytest.mark.slow
 def test_training_lowers_risk(key, mixture):
     r = ac.fit(key, mixture, steps=300, batch=16, L=20, record_every=100, progress=False)
     assert r.risk[-1] < 0.7 * r.risk[0]
@@ -72,6 +76,7 @@ RUN = dict(steps=40, batch=8, L=10, record_every=20, progress=False)
 """A short run: two records of 20 steps."""
 
 
+@pytest.mark.slow
 def test_typed_and_raw_keys_give_the_same_run(mixture):
     """jax.random.key and jax.random.PRNGKey of one seed give bit-identical runs."""
     a = ac.fit(jax.random.key(3), mixture, **RUN)
@@ -113,6 +118,7 @@ def test_fit_sampler_trains_as_fit_many(key, mixture):
     assert sampled.n_records == 2
 
 
+@pytest.mark.slow
 def test_fit_sampler_lowers_risk_with_data_per_seed(key):
     """Two seeds, each drawing rows of its own data set (digits.sample_rows is a sampler)."""
     from attnclust.digits import sample_rows
@@ -126,6 +132,7 @@ def test_fit_sampler_lowers_risk_with_data_per_seed(key):
     assert np.all(res.risk[:, -1] < 0.75 * res.risk[:, 0])
 
 
+@pytest.mark.slow
 def test_fit_mixtures(key, mixture):
     """One run per mixture (K = 2, 4 and 2, padded to 4), H = the largest K by default."""
     mixes = [mixture, ac.plusminus_mixture(), general_mixture.per_component_sigma_mixture([0.3, 0.7])]
@@ -137,6 +144,7 @@ def test_fit_mixtures(key, mixture):
     np.testing.assert_array_equal(train.fit_mixtures(key, mixes, init=start, **run).theta0, start)
 
 
+@pytest.mark.slow
 def test_risk_loss_and_make_step(key, mixture):
     X = ac.draw_from_mixture(key, mixture, 4, 20)
     theta = ac.init_theta(key, mixture, init="near")
@@ -178,11 +186,13 @@ def _bad_sampler(key, data, batch, L):
         (dict(steps=10, record_every=3), ValueError, "record_every"),
     ],
 )
+@pytest.mark.bad_input
 def test_fit_refuses(key, mixture, kwargs, error, name):
     with pytest.raises(error, match=name):
         ac.fit(key, mixture, **{"steps": 20, "progress": False, **kwargs})
 
 
+@pytest.mark.bad_input
 def test_fit_refuses_bad_keys_and_mixtures(key, mixture):
     with pytest.raises(TypeError, match="mixture"):
         ac.fit(key, None)
@@ -190,8 +200,10 @@ def test_fit_refuses_bad_keys_and_mixtures(key, mixture):
         ac.init_theta(key, "mixture")
     with pytest.raises(ValueError, match="key"):
         ac.fit(jax.random.split(key, 2), mixture)
-    with pytest.raises(ValueError, match="key"):
+    with pytest.raises(TypeError, match="key"):
         ac.fit(np.array([0, 1]), mixture)  # int64, not a uint32 key
+    with pytest.raises(TypeError, match="key"):
+        ac.fit(None, mixture)
     with pytest.raises(ValueError, match="S >= 1"):
         ac.fit_many(np.zeros((0, 2), np.uint32), mixture)
     with pytest.raises(ValueError, match="S >= 1"):
@@ -268,6 +280,7 @@ def _run_with_devices(n):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_fit_many_over_two_processes_matches_one():
     """Two processes of 2 CPU devices each, joined by jax.distributed (as two hosts would
     be): the 8 seeds are sharded over the 4 devices and every process gets all results,
@@ -288,6 +301,7 @@ def test_fit_many_over_two_processes_matches_one():
         np.testing.assert_allclose(got["risk"], one["risk"], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_fit_many_sharded_over_four_devices_matches_one():
     """Seeds (and their lam) sharded over 4 CPU devices give the results of one device."""
     one, four = _run_with_devices(1), _run_with_devices(4)
@@ -296,6 +310,7 @@ def test_fit_many_sharded_over_four_devices_matches_one():
     np.testing.assert_allclose(four["risk"], one["risk"], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_seed_sharding_is_used_with_several_devices():
     code = "import jax; from attnclust.train import _seed_sharding; s = _seed_sharding(8); print(s is not None and len(s.device_set))"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
@@ -314,6 +329,7 @@ def test_draw_group_divides_and_fits():
     assert _draw_group(4, 10 * DRAW_FLOATS) == 1
 
 
+@pytest.mark.slow
 def test_drawing_ahead_does_not_change_the_run(monkeypatch, mixture, key):
     """Batches drawn in groups (the default) and one step at a time give the same run."""
     grouped = ac.fit(key, mixture, steps=40, record_every=20, progress=False)

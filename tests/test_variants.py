@@ -18,6 +18,7 @@ from attnclust.limits import general_identity_limit
 
 # --- mixtures ---------------------------------------------------------------------------
 
+@pytest.mark.bad_input
 def test_general_mixture_validation():
     with pytest.raises(ValueError, match="weights"):
         G.GeneralMixture([0.5, 0.6], np.eye(2, 3), np.stack([np.eye(3)] * 2))
@@ -44,6 +45,7 @@ def test_from_gaussian_and_noise_floor(mixture):
     np.testing.assert_allclose(g.mean, np.asarray(mixture.mean), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_sample_general_moments(key):
     g = G.anisotropic_mixture(r=2.0, d=3, K=2, along=0.8, across=0.3, weights=[0.3, 0.7])
     X, lab = G.sample_general(key, g, 4, 5000)
@@ -57,6 +59,7 @@ def test_sample_general_moments(key):
     assert g.covariances[0][0, 0] == pytest.approx(0.64) and g.covariances[0][1, 1] == pytest.approx(0.09)
 
 
+@pytest.mark.slow
 def test_sample_general_matches_isotropic_law(key, mixture):
     X, lab = G.sample_general(key, G.GeneralMixture.from_gaussian(mixture), 8, 500)
     resid = np.asarray(X) - np.asarray(mixture.centroids)[np.asarray(lab)]
@@ -107,6 +110,7 @@ def test_sample_rows(key):
 
 # --- in-context helpers -----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_identity_stack(key):
     X, _, _ = ac.sample_in_context(key, 2, 5, 2.0, 0.5, 3, 20)
     st = ac.identity_stack(X, 0.7, 3)
@@ -135,6 +139,8 @@ def test_within_spread():
     np.testing.assert_allclose(ac.within_spread(stacked, lab, 2), [0.5, 0.0])
 
 
+@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
+@pytest.mark.slow
 def test_jax_baselines_agree_with_scikit_learn(key):
     X, lab, _ = ac.sample_in_context(key, 2, 5, 2.0, 0.6, 6, 40)
     ari_jax = ac.adjusted_rand(lab, baselines.kmeans_per_prompt_jax(key, X, 2)[0])
@@ -165,6 +171,7 @@ def test_general_identity_limit_reduces_to_isotropic(key):
                                ac.identity_limit(z, m, 0.9), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_general_identity_limit_matches_long_prompt(key):
     g = G.per_component_sigma_mixture([0.3, 0.7], d=3)
     X, _ = G.sample_general(key, g, 1, 60000)
@@ -176,6 +183,8 @@ def test_general_identity_limit_matches_long_prompt(key):
     assert np.max(np.abs(np.asarray(ac.identity_limit(z, iso, 0.8)) - np.asarray(general_identity_limit(z, g, 0.8)))) > 0.1
 
 
+@pytest.mark.slow
+@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
 def test_large_L_minimiser_reproduces_symbolic_tilt(mixture):
     th, risk = stationary.large_L_minimiser(np.array([[1.0, 0.1, 0, 0, 0], [0.1, 1.0, 0, 0, 0]]), mixture, 1.0)
     assert risk == pytest.approx(0.8949, abs=2e-3)

@@ -38,6 +38,7 @@ def test_draw_returns_figure(K):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_data_consistent():
     data = quantization_data(**DEFAULTS)
     assert data["X"].shape == data["Q"].shape == (DEFAULTS["L"], 2)
@@ -52,6 +53,7 @@ def test_data_consistent():
     assert data["distortion"] < data["noise_floor"] and data["ari"] > 0.9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("K, L, lam", [(2, 20, 1.0), (3, 137, 0.3), (4, 400, 4.0), (2, 100, 50.0),
                                        (2, 500, 1.0)])
 def test_masked_equals_library_on_the_prompt(K, L, lam):
@@ -90,6 +92,7 @@ def test_same_noise_across_separations_and_lengths():
 
 @pytest.mark.parametrize("bad", [dict(lam=0.0), dict(lam=float("nan")), dict(r_over_sigma=-1.0),
                                  dict(K=1), dict(K=5), dict(L=1), dict(seed=-1), dict(K=2.5)])
+@pytest.mark.bad_input
 def test_validation(bad):
     with pytest.raises(ValueError):
         draw_quantization(**{**DEFAULTS, **bad})
