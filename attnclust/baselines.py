@@ -247,10 +247,10 @@ def kmeans_per_prompt_jax(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means run on each prompt alone (k-means++ seeding, ``restarts`` starts,
     best inertia kept, ``iters`` Lloyd steps), vmapped over prompts in JAX: labels (n, L) and
-    centres (n, K, d); prompt ``i`` draws from ``fold_in(key, i)``. A vmapped JAX twin of ``attnclust.baselines.kmeans_per_prompt``
-    (scikit-learn, prompt by prompt), hundreds of times faster on many short prompts: used
-    where speed matters (the widget, the label-free read-out of identity attention); the
-    chapters' reference numbers use ``attnclust.baselines``."""
+    centres (n, K, d); prompt ``i`` draws from ``fold_in(key, i)``. A vmapped JAX twin of
+    :func:`kmeans_per_prompt` (scikit-learn, prompt by prompt), hundreds of times faster on
+    many short prompts: used where speed matters (sweeps, the label-free read-out of
+    identity attention)."""
     X, K = _check_prompts(X, K)
     keys = _prompt_keys(key, X.shape[0])
     lab, C = _kmeans_jax(keys, X, K, v.positive_int("restarts", restarts), v.positive_int("iters", iters))
@@ -261,8 +261,8 @@ def em_per_prompt_jax(
     key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], K: int, *, iters: int = 50
 ) -> tuple[np.ndarray, np.ndarray]:
     """EM for a K-component Gaussian mixture with spherical covariances (one variance per
-    component) on each prompt alone, started from ``kmeans_per_prompt``: MAP labels (n, L)
-    and means (n, K, d). JAX twin of ``attnclust.baselines.em_per_prompt``."""
+    component) on each prompt alone, started from :func:`kmeans_per_prompt_jax` (same key): MAP labels
+    (n, L) and means (n, K, d). JAX twin of :func:`em_per_prompt`."""
     X, K = _check_prompts(X, K)
     _, C0 = kmeans_per_prompt_jax(key, X, K)
     lab, mu = _em_jax(X, jnp.asarray(C0), v.positive_int("iters", iters))

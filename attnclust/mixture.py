@@ -27,22 +27,21 @@ class GaussianMixture:
     """An isotropic Gaussian mixture sum_c weights[c] N(centroids[c], sigma^2 I_d)
     (chapters/mixtures.md, def-mixture).
 
+    Weights and centroids are stored as float32 arrays, sigma as a Python float. A stack
+    of mixtures (every field with the same leading axes, as ``jax.tree.map(jnp.stack)``
+    builds for ``vmap``) is accepted too, sigma then an array. It is a JAX pytree
+    (``jax.tree_util.register_dataclass``; the three fields are leaves), so mixtures pass
+    through ``jit`` and ``vmap``. Rebuilding it from tracers or JAX's placeholders (inside
+    a transformation) skips every check.
+
     Args:
         weights: (K,) mixing weights, real, >= 0, summing to 1 (within 1e-5).
         centroids: (K, d) component means mu_c, real and finite in float32, K, d >= 1.
         sigma: the common standard deviation, a real number > 0 that float32 holds.
 
-    Weights and centroids are stored as float32 arrays, sigma as a Python float. A stack
-    of mixtures (every field with the same leading axes, as ``jax.tree.map(jnp.stack)``
-    builds for ``vmap``) is accepted too, sigma then an array.
-
     Raises:
         TypeError: a field that is not real numbers (a string, complex, None).
         ValueError: a field with a bad shape or value, named in the message.
-
-    It is a JAX pytree (``jax.tree_util.register_dataclass``; the three fields are
-    leaves), so mixtures pass through ``jit`` and ``vmap``. Rebuilding it from tracers
-    or JAX's placeholders (inside a transformation) skips every check.
     """
 
     weights: Float[Array, "*S K"]

@@ -456,8 +456,8 @@ def fit_many(
         mixture: as in ``fit``.
         lam: a scalar, or ``(S,)`` one temperature per seed (a sweep in one call); finite
             and > 0.
-        steps, batch, L, init, optimizer, lr, H, record_every, progress: as in ``fit``; an
-            ``init`` array ``(H, d)`` is shared by every seed.
+        steps, batch, L, optimizer, lr, H, record_every, progress: as in ``fit``.
+        init: as in ``fit``; an ``(H, d)`` array is shared by every seed.
 
     Returns:
         A ``FitResult`` with a leading seed axis S on every array but ``steps``.

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import attnclust as ac
+from attnclust import baselines
 from attnclust.baselines import em_per_prompt, kmeans_per_prompt
 
 FUNCS = [kmeans_per_prompt, em_per_prompt]
@@ -105,3 +106,26 @@ def test_prompt_results_do_not_depend_on_the_batch(func, prompts):
     whole, _ = func(KEY, X, 2)
     first, _ = func(KEY, X[:1], 2)
     np.testing.assert_array_equal(whole[:1], first)
+
+
+@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
+@pytest.mark.slow
+def test_jax_baselines_agree_with_scikit_learn(key):
+    X, lab, _ = ac.sample_in_context(key, 2, 5, 2.0, 0.6, 6, 40)
+    ari_jax = ac.adjusted_rand(lab, baselines.kmeans_per_prompt_jax(key, X, 2)[0])
+    ari_sk = ac.adjusted_rand(lab, baselines.kmeans_per_prompt(key, X, 2)[0])
+    assert abs(ari_jax.mean() - ari_sk.mean()) < 0.05
+    lab_em, mu_em = baselines.em_per_prompt_jax(key, X, 2)
+    assert lab_em.shape == (6, 40) and mu_em.shape == (6, 2, 5)
+    assert ac.adjusted_rand(lab, lab_em).mean() > 0.9
+    with pytest.raises(ValueError, match="K=41"):
+        baselines.kmeans_per_prompt_jax(key, X, 41)
+    with pytest.raises(ValueError, match="shape"):
+        baselines.kmeans_per_prompt_jax(key, X[0], 2)
+
+
+def test_output_clusters_read_collapsed_points(key):
+    Z = np.zeros((1, 10, 2))
+    Z[0, 5:] = 3.0
+    lab = baselines.output_clusters(key, Z, 2)
+    assert ac.adjusted_rand(np.array([[0] * 5 + [1] * 5]), lab)[0] == pytest.approx(1.0)

@@ -64,3 +64,22 @@ def test_distortion_mask_averages_the_masked_tokens_only():
     mask = np.array([[True, True, False]])
     assert float(ac.distortion(out, tgt, mask)) == pytest.approx(0.5)
     assert float(ac.distortion(out[:, :2], tgt[:, :2])) == pytest.approx(0.5)
+
+
+def test_centroid_helpers():
+    mus = np.array([[[0.0, 0], [10, 0]], [[0, 0], [0, 10]]])
+    lab = np.array([[0, 1, 1], [1, 0, 1]])
+    own = np.asarray(ac.own_centroids(mus, lab))
+    np.testing.assert_array_equal(own[0, 1], [10, 0])
+    np.testing.assert_array_equal(own[1, 0], [0, 10])
+    Z = np.array([[[1.0, 0], [9, 1], [6, 0]], [[0, 8], [1, 1], [0, 6]]])
+    np.testing.assert_array_equal(np.asarray(ac.nearest_centroid(Z, mus)), [[0, 1, 1], [1, 0, 1]])
+    np.testing.assert_array_equal(np.asarray(ac.nearest_centroid(Z, mus[0])), [[0, 1, 1], [0, 0, 0]])
+
+
+def test_within_spread():
+    Z = np.array([[[0.0], [2.0], [10.0], [10.0]]])  # cluster 0: {0, 2} spread 1; cluster 1: 0
+    lab = np.array([[0, 0, 1, 1]])
+    assert ac.within_spread(Z, lab, 2) == pytest.approx(0.5)
+    stacked = np.stack([Z, 0 * Z])
+    np.testing.assert_allclose(ac.within_spread(stacked, lab, 2), [0.5, 0.0])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import attnclust as ac
+from attnclust import stationary
 from attnclust import stationary as st
 from attnclust import symbolic as sym
 
@@ -142,3 +143,13 @@ def test_loglog_slope():
     assert np.isclose(slope, -0.75) and se < 1e-8
     slope, se = st.loglog_slope(x, 3.0 * x**-1.0, se=0.01 * x**-1.0)
     assert np.isclose(slope, -1.0) and se < 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
+def test_large_L_minimiser_reproduces_symbolic_tilt(mixture):
+    th, risk = stationary.large_L_minimiser(np.array([[1.0, 0.1, 0, 0, 0], [0.1, 1.0, 0, 0, 0]]), mixture, 1.0)
+    assert risk == pytest.approx(0.8949, abs=2e-3)
+    np.testing.assert_allclose(ac.alignment(th, np.asarray(mixture.centroids)), 0.986, atol=2e-3)
+    with pytest.raises(ValueError, match="theta0"):
+        stationary.large_L_minimiser(np.ones(5), mixture)

@@ -14,56 +14,6 @@ import pytest
 
 import attnclust as ac
 
-L_BIG = 100_000
-N_PROMPTS = 8
-
-
-def _within_standard_errors(estimates, limit, n_se=5.0, bias=1e-3):
-    """estimates: (N, ...) independent estimates; limit: (...)."""
-    est = np.asarray(estimates, dtype=np.float64)
-    se = est.std(axis=0, ddof=1) / np.sqrt(est.shape[0])
-    err = np.abs(est.mean(axis=0) - np.asarray(limit))
-    assert np.all(err <= n_se * se + bias), (err, se)
-    return err, se
-
-
-@pytest.fixture
-def queries():
-    return jnp.array([[1.5, 0.3, 0.1, 0.0, 0.0], [0.2, -1.0, 0.0, 0.3, 0.0], [-0.4, 0.6, 0.5, 0.0, -0.2]])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lam", [0.5, 1.0, 2.0])
-def test_head_output_limit_matches_large_L(key, queries, lam):
-    mixture = ac.orthogonal_mixture(2, 5, 2.0, 0.5, weights=[0.3, 0.7])
-    theta = jnp.array([[0.9, 0.1, 0.0, 0.2, 0.0], [0.05, 0.8, -0.1, 0.0, 0.1]])
-    X, _ = ac.sample(key, mixture, N_PROMPTS, L_BIG)
-    Z = jnp.broadcast_to(queries, (N_PROMPTS,) + queries.shape)
-    finite = ac.two_head_attend(theta, Z, X, lam)
-    _within_standard_errors(finite, ac.head_output_limit(theta, queries, mixture, lam))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lam", [0.5, 1.0, 2.0])
-def test_identity_limit_matches_large_L(key, queries, lam):
-    mixture = ac.orthogonal_mixture(3, 5, 2.0, 0.5, weights=[0.2, 0.3, 0.5])
-    X, _ = ac.sample(key, mixture, N_PROMPTS, L_BIG)
-    Z = jnp.broadcast_to(queries, (N_PROMPTS,) + queries.shape)
-    finite = ac.identity_attend(Z, X, lam)
-    _within_standard_errors(finite, ac.identity_limit(queries, mixture, lam))
-
-
-@pytest.mark.slow
-def test_identity_limit_is_not_the_untilted_mean(key, queries):
-    """The check above can fail: the plain (untilted) mixture mean is far from the data."""
-    mixture = ac.orthogonal_mixture(3, 5, 2.0, 0.5)
-    X, _ = ac.sample(key, mixture, N_PROMPTS, 20_000)
-    Z = jnp.broadcast_to(queries, (N_PROMPTS,) + queries.shape)
-    finite = np.asarray(ac.identity_attend(Z, X, 1.0))
-    wrong = np.broadcast_to(np.asarray(mixture.mean), queries.shape)
-    with pytest.raises(AssertionError):
-        _within_standard_errors(finite, wrong)
-
 
 def _random_setting(seed, K, H, d):
     k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
