@@ -537,8 +537,9 @@ def _setting_exprs(setting: Setting) -> dict[str, object]:
     }
 
 
-def _expect2(setting: Setting, fn: Callable, r: float, sigma: float, n: int, *params: float):
-    """sum_c pi_c E_{z ~ N(mu_c, sigma^2 I_2)} fn(z1, z2, *params) by tensor Gauss-Hermite."""
+def _expect2(setting: Setting, fn: Callable, r: float, sigma: float, n: int, *params: float | np.ndarray):
+    """sum_c pi_c E_{z ~ N(mu_c, sigma^2 I_2)} fn(z1, z2, *params) by tensor Gauss-Hermite;
+    ``params`` are numbers or arrays that broadcast against the nodes (a grid of values)."""
     S = _setting_exprs(setting)
     x, w = _gh(n)
     X1, X2 = np.meshgrid(x, x, indexing="ij")
