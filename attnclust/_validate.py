@@ -112,11 +112,6 @@ def real_array(name: str, value: Any, *, finite: bool = True, dtype=jnp.float32)
     return jnp.asarray(arr, dtype=dtype)
 
 
-def finite_array(name: str, value: Any) -> None:
-    """Raise unless ``value`` holds real numbers, finite in float32 (tracers pass)."""
-    real_array(name, value)
-
-
 def same_dim(name_a: str, d_a: int, name_b: str, d_b: int) -> None:
     if d_a != d_b:
         raise ValueError(
@@ -138,16 +133,23 @@ def tokens(name: str, X: Any, d: int | None = None, d_from: str = "theta") -> ja
     return X
 
 
-def heads(name: str, theta: Any, d: int | None = None, d_from: str = "X") -> jax.Array:
-    """``theta`` as a finite float32 array of shape (H, d) with H >= 1; when ``d`` is given,
-    d must match it (named after ``d_from``)."""
+def heads(
+    name: str, theta: Any, d: int | None = None, d_from: str = "X", *, H: int | None = None,
+    ndims: tuple[int, ...] = (2,),
+) -> jax.Array:
+    """``theta`` as a finite float32 array of heads, shape (H, d) with H >= 1 (or, with
+    ``ndims`` (3,) or (2, 3), one set per seed (S, H, d)); when ``d`` is given, d must match
+    it (named after ``d_from``), and when ``H`` is given, the number of heads."""
     theta = real_array(name, theta)
-    if theta.ndim != 2:
-        raise ValueError(f"{name} must have shape (H, d), got shape {tuple(theta.shape)}")
-    if theta.shape[0] < 1 or theta.shape[1] < 1:
+    if theta.ndim not in ndims:
+        what = " or ".join({2: "(H, d)", 3: "(S, H, d)"}[n] for n in ndims)
+        raise ValueError(f"{name} must have shape {what}, got shape {tuple(theta.shape)}")
+    if theta.shape[-2] < 1 or theta.shape[-1] < 1:
         raise ValueError(f"{name} must have H >= 1 heads of dimension d >= 1, got shape {tuple(theta.shape)}")
     if d is not None:
-        same_dim(name, theta.shape[1], d_from, d)
+        same_dim(name, theta.shape[-1], d_from, d)
+    if H is not None and theta.shape[-2] != H:
+        raise ValueError(f"{name} must have H={H} heads (rows), got shape {tuple(theta.shape)}")
     return theta
 
 

@@ -113,11 +113,11 @@ def _pow2_scale(X):
     return jax.lax.stop_gradient(jnp.ldexp(jnp.ones_like(m), e))
 
 
-def _tilted(t, D):
-    """exp(t D) for shifted scores D <= 0 (-inf for a masked key) and a temperature t
-    clamped to float32's largest number: t is finite, so t * 0 = 0 and the largest key
-    weighs exactly 1, however large the temperature."""
-    return jnp.exp(t * D)
+def _slope(lam, scale2):
+    """The temperature of the scaled scores, lam times the product of the two power-of-two
+    scales, clamped to float32's largest number: it stays finite, so t * 0 = 0 and the
+    largest key (shifted score exactly 0) weighs exactly 1, however large lam is."""
+    return jnp.minimum(lam * scale2, v.F32_MAX)
 
 
 def _identity_rows(Xq, X, lam, key_mask=None):
@@ -134,8 +134,7 @@ def _identity_rows(Xq, X, lam, key_mask=None):
     R = jnp.einsum("...qd,...kd->...qk", Xq / cq, Xk)
     if key_mask is not None:
         R = jnp.where(key_mask[..., None, :], R, -jnp.inf)
-    t = jnp.minimum(lam * cq * ck, v.F32_MAX)
-    e = _tilted(t, R - jnp.max(R, axis=-1, keepdims=True))
+    e = jnp.exp(_slope(lam, cq * ck) * (R - jnp.max(R, axis=-1, keepdims=True)))
     return (e @ Xk) / jnp.sum(e, axis=-1, keepdims=True) * ck
 
 
@@ -159,7 +158,7 @@ def _identity_tiles(X, lam, block: int, key_block: int):
     Memory O(L d + block key_block)."""
     L, d = X.shape
     c = _pow2_scale(X)
-    t = jnp.minimum(lam * c[0, 0] ** 2, v.F32_MAX)
+    t = _slope(lam, c[0, 0] ** 2)
     X = X / c
     n_q, n_k = -(-L // block), -(-L // key_block)
     queries = jnp.pad(X, ((0, n_q * block - L), (0, 0))).reshape(n_q, block, d)
@@ -172,8 +171,8 @@ def _identity_tiles(X, lam, block: int, key_block: int):
             k, ok = kv
             s = jnp.where(ok[None, :], q @ k.T, -jnp.inf)  # (block, key_block)
             m_new = jnp.maximum(m, jnp.max(s, axis=-1))
-            rescale = _tilted(t, m - m_new)
-            p = _tilted(t, s - m_new[:, None])
+            rescale = jnp.exp(t * (m - m_new))
+            p = jnp.exp(t * (s - m_new[:, None]))
             return (m_new, l * rescale + jnp.sum(p, axis=-1), acc * rescale[:, None] + p @ k), None
 
         start = (jnp.full((block,), -jnp.inf, X.dtype), jnp.zeros((block,), X.dtype), jnp.zeros((block, d), X.dtype))

@@ -34,7 +34,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from jaxtyping import ArrayLike, Float, PRNGKeyArray
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 

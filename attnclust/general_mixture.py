@@ -57,7 +57,7 @@ class GeneralMixture:
         K, d = mu.shape
         if A.shape != (K, d, d):
             raise ValueError(f"scales must have shape (K, d, d)=({K}, {d}, {d}), got {A.shape}")
-        v.finite_array("scales", A)
+        v.real_array("scales", A)
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "centroids", mu)
         object.__setattr__(self, "scales", A)

@@ -151,12 +151,6 @@ def _sample_labels_and_noise(key, weights, n_prompts, L, d):
     return labels, noise
 
 
-def _finite_tokens(X, *names):
-    """Raise when drawn tokens overflow float32 (huge r or sigma)."""
-    if not v.is_tracer(X) and not v.holds(lambda a: jnp.all(jnp.isfinite(a)), X):
-        raise ValueError(f"{' and '.join(names)} are too large: the tokens overflow float32 (|x| <= {v.F32_MAX:.3g})")
-
-
 def sample(
     key: PRNGKeyArray, mixture: GaussianMixture, n_prompts: int, L: int
 ) -> tuple[Float[Array, "n L d"], Int[Array, "n L"]]:
@@ -181,8 +175,7 @@ def sample(
     L = v.positive_int("L", L)
     labels, noise = _sample_labels_and_noise(key, mixture.weights, n_prompts, L, mixture.d)
     X = mixture.centroids[labels] + mixture.sigma * noise
-    _finite_tokens(X, "mixture.centroids", "mixture.sigma")
-    return X, labels
+    return v.finite_result(X, "mixture.centroids and mixture.sigma are"), labels
 
 
 def random_orthogonal_centroids(
@@ -265,8 +258,7 @@ def sample_in_context(
         raise ValueError(f"kind must be 'orthogonal' or 'gaussian', got kind={kind!r}")
     labels, noise = _sample_labels_and_noise(k_rest, w, n_prompts, L, d)
     X = jnp.take_along_axis(mus, labels[..., None], axis=1) + sigma * noise
-    _finite_tokens(X, "r", "sigma")
-    return X, labels, mus
+    return v.finite_result(X, "r and sigma are"), labels, mus
 
 
 # Mixtures of the chapter "Beyond the paper" (chapters/beyond.md): other geometries.

@@ -61,10 +61,8 @@ def value_grad_hess(
     """R_inf(theta), its gradient (H, d) and its Hessian (H d, H d), by ``jax.grad`` and
     ``jax.hessian`` of ``population_risk`` (one jit compilation per mixture shape; lam and
     the mixture's values are traced, so sweeps reuse it)."""
-    theta = jnp.asarray(theta, jnp.float32)
-    if theta.ndim != 2:
-        raise ValueError(f"theta must have shape (H, d), got shape {theta.shape}")
-    v.same_dim("theta", theta.shape[1], "mixture", mixture.d)
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
     v.positive_finite("lam", lam)
     n_nodes = v.positive_int("n_nodes", n_nodes, minimum=2)
     value, grad, hess = _vgh(theta, mixture, jnp.float32(lam), n_nodes)
@@ -318,9 +316,11 @@ def risk_and_grad(
     """R_inf(theta) and its gradient (H, d) (``population_risk`` and ``jax.grad`` of it, one
     compilation per mixture shape): the large-L risk and its slope at a point, for instance
     a trained theta (chapter "Beyond the paper")."""
-    theta = jnp.asarray(theta, jnp.float32)
-    population_risk(theta, mixture, lam)  # validates theta, mixture and lam
-    return _risk_and_grad(theta, mixture, jnp.float32(lam))
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    lam = v.positive_finite("lam", lam)
+    value, grad = _risk_and_grad(theta, mixture, jnp.float32(lam))
+    return v.finite_result(value, "theta or lam is"), grad
 
 
 def large_L_minimiser(
@@ -332,9 +332,9 @@ def large_L_minimiser(
     from scipy.optimize import minimize
 
     v.positive_finite("lam", lam)
-    theta0 = np.asarray(theta0, np.float64)
-    if theta0.ndim != 2 or theta0.shape[1] != mixture.d:
-        raise ValueError(f"theta0 must have shape (H, d={mixture.d}), got {theta0.shape}")
+    v.instance("mixture", mixture, GaussianMixture)
+    v.heads("theta0", theta0, d=mixture.d, d_from="mixture")
+    theta0 = np.asarray(theta0, np.float64)  # BFGS runs in float64 from the exact start
     shape = theta0.shape
 
     def fun(x):

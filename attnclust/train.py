@@ -282,16 +282,6 @@ def _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data):
 
 # --------------------------------------------------------------------------- checks
 
-def _check_heads(name: str, theta, d: int | None, H: int | None, ndims: tuple[int, ...]):
-    """``theta`` as a finite float32 array of ndim in ``ndims`` and trailing shape (H, d)."""
-    what = " or ".join({2: "(H, d)", 3: "(S, H, d)"}[n] for n in ndims)
-    arr = v.real_array(name, theta)
-    if arr.ndim not in ndims or arr.shape[-2] < 1 or (d is not None and arr.shape[-1] != d) \
-            or (H is not None and arr.shape[-2] != H):
-        fixed = "".join(f", {k}={x}" for k, x in (("H", H), ("d", d)) if x is not None)
-        raise ValueError(f"{name} must have shape {what} (H >= 1{fixed}), got shape {arr.shape}")
-    return arr
-
 
 def _check_fit_args(lam, steps, batch, L, lr, optimizer, record_every, S):
     """Validate the run's settings; returns (n_records, record_every, optimizer)."""
@@ -477,7 +467,8 @@ def fit_many(
         H = mixture.K if H is None else v.positive_int("H", H)
         theta0 = jax.vmap(lambda k: _init_theta(k, mixture, H, init, None))(init_keys)
     else:
-        theta0 = _check_heads("init", init, mixture.d, None if H is None else v.positive_int("H", H), (2,))
+        theta0 = v.heads("init", init, d=mixture.d, d_from="mixture",
+                         H=None if H is None else v.positive_int("H", H))
     return _fit(run_keys, draw_from_mixture, mixture, None, theta0, lam, steps, batch, L,
                 optimizer, lr, record_every, progress)
 
@@ -530,7 +521,7 @@ def fit_sampler(
     """
     keys = v.raw_keys("keys", keys)
     S = keys.shape[0]
-    theta0 = _check_heads("init", init, None, None, (2, 3))
+    theta0 = v.heads("init", init, ndims=(2, 3))
     if theta0.ndim == 3 and theta0.shape[0] != S:
         raise ValueError(f"init must have shape (H, d) or (S={S}, H, d), got shape {theta0.shape}")
     if data_per_seed:
@@ -603,7 +594,7 @@ def fit_mixtures(
             v.positive_finite("scale", scale)
         theta0 = (1e-2 if scale is None else scale) * jax.random.normal(k_init, (S, H, d))
     else:
-        theta0 = _check_heads("init", init, d, H, (3,))
+        theta0 = v.heads("init", init, d=d, d_from="mixtures", H=H, ndims=(3,))
         if theta0.shape[0] != S:
             raise ValueError(f"init must have shape (S={S}, H, d), got shape {theta0.shape}")
     data = tuple(jnp.asarray(x, jnp.float32) for x in (W, M, A))

@@ -18,6 +18,8 @@ import pytest
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 
+from import_graph import imported_names
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "book_cache.py"
 
@@ -249,18 +251,7 @@ def _module_file(name: str) -> Path | None:
 
 def _imports(tree: ast.AST, package: str) -> set[str]:
     """attnclust modules imported anywhere in ``tree`` (``package``: for relative imports)."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
-            out.add(base)
-            out |= {f"{base}.{a.name}" for a in node.names}
-    return {m for m in out if m.split(".")[0] == "attnclust" and _module_file(m)}
+    return {m for m in imported_names(tree, package) if m.split(".")[0] == "attnclust" and _module_file(m)}
 
 
 def _closure(modules: set[str]) -> set[str]:

@@ -20,6 +20,7 @@ from attnclust import __main__ as cli
 from attnclust.assignments import EXTRA_MODULES
 from attnclust.figures import _registry
 from attnclust.figures._registry import FIGURES, FigureSpec
+from import_graph import imported_names
 
 
 def _tiny(size="small"):
@@ -162,18 +163,8 @@ def _import_graph() -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                targets |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(up + ([base] if base else []))
-                targets |= {base} | {f"{base}.{a.name}" for a in node.names}
         deps = set()
-        for t in targets:
+        for t in imported_names(ast.parse(path.read_text()), package):
             while t and t not in modules:  # attnclust.x.function -> attnclust.x
                 t = t.rpartition(".")[0]
             if t and t != name and not name.startswith(t + "."):

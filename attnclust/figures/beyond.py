@@ -17,7 +17,7 @@ import numpy as np
 
 import attnclust as ac
 
-from .. import baselines, general_mixture, stationary, symbolic
+from .. import baselines, general_mixture, stationary
 from .. import _validate as v
 from ..digits import load_digits_pca, sample_rows
 from ..limits import general_identity_limit

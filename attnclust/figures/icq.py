@@ -210,7 +210,7 @@ def ari_comparison(size: str = "small"):
     attention, and at the default setting for every rule including the trained layer."""
     res = results(size)
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1.1, 1]})
-    for i, (name, vals) in enumerate((k, v) for k, v in res["sweep"].items() if k != "lam"):
+    for i, (name, vals) in enumerate((k, s) for k, s in res["sweep"].items() if k != "lam"):
         a.plot(res["rhos"], vals, "o-", color=_COLOURS[i], label=name, ms=4)
     a.set_xlabel("separation $r/\\sigma$")
     a.set_ylabel("mean ARI over prompts")
