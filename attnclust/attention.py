@@ -277,12 +277,27 @@ def identity_attention(
 
 
 def identity_stack(X: Float[ArrayLike, "*b L d"], lam: float | Float[ArrayLike, ""], depth: int) -> Float[Array, "depth1 *b L d"]:
-    """Stacked identity layers: X, Q(X), Q(Q(X)), ..., Q^depth(X), shape (depth+1, ..., L, d).
+    """Stacked identity layers: X, Q(X), Q(Q(X)), ..., Q^depth(X) (chapter "In-context
+    quantization experiments", chapters/icq_experiments.md).
 
     Each layer is ``identity_attention`` applied to the previous layer's outputs (keys and
-    queries move together), so tokens drift towards the fixed points of the iteration."""
+    queries move together), so tokens drift towards the fixed points of the iteration.
+
+    Args:
+        X: (``*b``, L, d) prompts, finite.
+        lam: temperature of every layer, > 0 and finite in float32.
+        depth: number of layers, an integer >= 0.
+
+    Returns:
+        (depth + 1, ``*b``, L, d): the prompts after 0, 1, ..., depth layers.
+
+    Raises:
+        TypeError: X or lam not real numbers.
+        ValueError: X not (..., L, d) or not finite, a bad lam, or depth < 0.
+    """
     depth = v.positive_int("depth", depth, minimum=0)
-    out = [jnp.asarray(X)]
+    lam = v.positive_finite("lam", lam)
+    out = [v.tokens("X", X)]
     for _ in range(depth):
         out.append(identity_attention(out[-1], lam))
     return jnp.stack(out)

@@ -252,8 +252,16 @@ def adjusted_rand(labels_true: Int[ArrayLike, "*b L"], labels_pred: Int[ArrayLik
 def own_centroids(
     centroids: Float[ArrayLike, "K d"] | Float[ArrayLike, "*b K d"], labels: Int[ArrayLike, "*b L"]
 ) -> Float[Array, "*b L d"]:
-    """The centroid of every token's own component: centroids (K, d) shared, or (n, K, d)
-    one set per prompt, with labels (n, L)."""
+    """The centroid of every token's own component (the target of the distortion,
+    chapters/mixtures.md, def-distortion).
+
+    Args:
+        centroids: (K, d) shared by every prompt, or (n, K, d) one set per prompt.
+        labels: (n, L) the component of each token, in 0..K-1.
+
+    Returns:
+        (n, L, d): mu of each token's component.
+    """
     mu = jnp.asarray(centroids)
     lab = jnp.asarray(labels)
     if mu.ndim == 2:
@@ -264,9 +272,17 @@ def own_centroids(
 def nearest_centroid(
     Z: Float[ArrayLike, "*b L d"], centroids: Float[ArrayLike, "K d"] | Float[ArrayLike, "*b K d"]
 ) -> Int[Array, "*b L"]:
-    """argmin_c ||z_l - mu_c|| for every token: centroids (K, d) or (n, K, d) per prompt.
-    Applied to Q(X) this is the "oracle" assignment of identity attention (it needs the true
-    centroids; see the chapter)."""
+    """argmin_c ``||z_l - mu_c||`` for every token. Applied to Q(X) this is the "oracle"
+    assignment of identity attention: it needs the true centroids (chapter "In-context
+    quantization experiments", chapters/icq_experiments.md).
+
+    Args:
+        Z: (``*b``, L, d) points.
+        centroids: (K, d) shared, or (``*b``, K, d) one set per prompt.
+
+    Returns:
+        (``*b``, L) int: the index of the nearest centroid.
+    """
     Z = jnp.asarray(Z)
     mu = jnp.asarray(centroids)
     if mu.ndim == 2:
@@ -279,9 +295,21 @@ def within_spread(
     Z: Float[ArrayLike, "*depth n L d"], labels: Int[ArrayLike, "n L"], K: int
 ) -> Float[np.ndarray, "*depth"] | np.float64:
     """Mean squared distance of tokens to their own cluster's mean (over the true labels),
-    averaged over clusters and prompts: how far a cloud is from collapsing to a point.
-    Z may carry leading axes (depth, n, L, d); returns one number per leading index
-    except the prompt axis, e.g. (depth,)."""
+    averaged over clusters and prompts: how far a cloud is from collapsing to a point
+    (chapters/icq_experiments.md, stacked identity layers).
+
+    Args:
+        Z: (``*depth``, n, L, d) points, e.g. the layers of ``identity_stack``.
+        labels: (n, L) true components, in 0..K-1.
+        K: number of components, an integer >= 1.
+
+    Returns:
+        One number per leading index of Z except the prompt axis, e.g. (depth,); a scalar
+        for Z of shape (n, L, d).
+
+    Raises:
+        ValueError: K not an integer >= 1.
+    """
     K = v.positive_int("K", K)
     Z = np.asarray(Z, np.float64)
     lab = np.asarray(labels)

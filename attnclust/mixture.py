@@ -267,9 +267,24 @@ def sample_in_context(
 def angled_mixture(
     angle: float, r: float = 2.0, sigma: float = 0.5, d: int = 5, weights=None
 ) -> GaussianMixture:
-    """Two centroids of norm r at angle ``angle`` (radians, in (0, pi]):
-    mu_1 = r e_1, mu_2 = r (cos(angle) e_1 + sin(angle) e_2). angle = pi/2 is the book's
-    default mixture, angle = pi the antipodal (centred) one."""
+    """Two centroids of norm r at angle ``angle``: mu_1 = r e_1,
+    mu_2 = r (cos(angle) e_1 + sin(angle) e_2). angle = pi/2 is the book's default mixture,
+    angle = pi the antipodal (centred) one (chapter "Beyond the paper", chapters/beyond.md).
+
+    Args:
+        angle: the angle between the centroids, in radians, in (0, pi].
+        r: norm of both centroids, > 0.
+        sigma: noise standard deviation, > 0.
+        d: dimension, an integer >= 2.
+        weights: (2,) mixing weights; equal when None.
+
+    Returns:
+        The ``GaussianMixture``.
+
+    Raises:
+        TypeError: an argument that is not a real number.
+        ValueError: angle, r, sigma, d or weights out of range (named in the message).
+    """
     v.positive_finite("angle", angle)
     if angle > np.pi + 1e-12:
         raise ValueError(f"angle must be in (0, pi], got angle={angle!r}")
@@ -278,13 +293,26 @@ def angled_mixture(
     mu = np.zeros((2, d))
     mu[0, 0] = r
     mu[1, 0], mu[1, 1] = r * np.cos(angle), r * np.sin(angle)
-    w = np.full(2, 0.5) if weights is None else np.asarray(weights, float)
-    return GaussianMixture(jnp.asarray(w), jnp.asarray(mu), sigma)
+    return GaussianMixture(_weights(2, weights), jnp.asarray(mu), sigma)
 
 
 def plusminus_mixture(r: float = 2.0, sigma: float = 0.5, d: int = 5) -> GaussianMixture:
     """K = 4 equal-weight centroids +-r e_1, +-r e_2: mean zero, and the two heads' targets
-    (the lines e_1 and e_2) are orthogonal (``symbolic`` setting "plusminus")."""
+    (the lines e_1 and e_2) are orthogonal (``symbolic`` setting "plusminus"; chapter
+    "Beyond the paper", chapters/beyond.md).
+
+    Args:
+        r: norm of every centroid, > 0.
+        sigma: noise standard deviation, > 0.
+        d: dimension, an integer >= 2.
+
+    Returns:
+        The ``GaussianMixture``.
+
+    Raises:
+        TypeError: r or sigma not a real number.
+        ValueError: r, sigma or d out of range (named in the message).
+    """
     d = v.positive_int("d", d, minimum=2)
     v.positive_finite("r", r)
     mu = np.zeros((4, d))
