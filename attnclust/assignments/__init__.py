@@ -35,8 +35,11 @@ from pathlib import Path
 _EXPORTS = {
     "autograder_material": "editions", "instructor_notebook": "editions",
     "student_notebook": "editions", "write_editions": "editions",
-    "ExerciseGrade": "grading", "discover_submissions": "grading", "grade_notebook": "grading",
-    "grade_submissions": "grading", "prepare_submission": "grading", "write_csv": "grading",
+    "ExerciseGrade": "grading", "GradingError": "grading", "check_output_path": "grading",
+    "discover_submissions": "grading", "grade_notebook": "grading",
+    "grade_notebooks": "grading", "grade_submissions": "grading",
+    "prepare_submission": "grading", "read_submission": "grading",
+    "validate_material": "grading", "write_csv": "grading",
     "Chapter": "source", "Exercise": "source", "parse_chapter": "source",
 }
 """Public name -> the submodule that defines it (imported on first access)."""
