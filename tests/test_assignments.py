@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -855,13 +856,14 @@ def _attnclust_export(label, occurrence, names):
              "srepr": "Pow(Integer(10), Integer(1000000000))"}}}}, raw=True)'''
     snoop = '''
 import os, socket
+PORT = ''' + str(paths.get("port", 9)) + '''
 pids = [p for p in os.listdir("/proc") if p.isdigit()]
 cmdlines = [open(f"/proc/{p}/cmdline", "rb").read().replace(b"\\0", b" ").decode(errors="ignore")
             for p in pids if os.path.exists(f"/proc/{p}/cmdline")]
 print("PROCESSES:", len(pids), "|".join(cmdlines))
 print("ROOT:", sorted(os.listdir("/")))
 print("UID:", os.getuid())
-for host, port in [("1.1.1.1", 53), ("8.8.8.8", 443)]:
+for host, port in [("1.1.1.1", 53), ("127.0.0.1", PORT)]:
     try:
         socket.create_connection((host, port), timeout=2).close()
         print("NETWORK: reached", host)
@@ -974,15 +976,16 @@ def _attack_notebook(student: nbformat.NotebookNode, attack: Attack) -> bytes:
     return json.dumps(data).encode()
 
 
-def write_attack_submissions(root: Path) -> dict:
+def write_attack_submissions(root: Path, port: int = 9) -> dict:
     """Write the attack book (``root/book``), the submissions (``root/subs``), a canary
-    folder; return the paths (also used to measure what the unsandboxed grader did)."""
+    folder; return the paths (also used to measure what the unsandboxed grader did).
+    ``port``: a TCP port of the grader's machine that ``a_snoop`` tries to reach."""
     book = root / "book"
     (book / "chapters").mkdir(parents=True)
     (book / "chapters" / "toy.md").write_text(ATTACK_TOY)
     paths = {"book": book, "subs": root / "subs", "canary": root / "canary",
              "out": root / "out", "csv": root / "out" / "grades.csv",
-             "executed": root / "out" / "executed"}
+             "executed": root / "out" / "executed", "port": port}
     paths["subs"].mkdir()
     paths["canary"].mkdir()
     (paths["canary"] / "file").write_text("unchanged")
@@ -1005,30 +1008,23 @@ def _snapshot(*folders: Path) -> dict:
     return out
 
 
-def _marked_processes() -> list[str]:
-    found = []
+def _processes():
+    """``(pid, command line, name, parent pid)`` of every process we can read."""
     for pid in os.listdir("/proc"):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if MARKER.encode() in cmd and b"pytest" not in cmd:
-            found.append(pid)
-    return found
-
-
-def _children(name: str) -> list[str]:
-    """Our own child processes called ``name`` (bubblewrap, when sandboxes are left)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
-        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
-        if comm == name and int(rest.split()[1]) == os.getpid():
-            found.append(pid)
-    return found
+        rest = stat[stat.rindex(")") + 2:].split()
+        yield pid, cmd, stat[stat.index("(") + 1:stat.rindex(")")], int(rest[1])
+
+
+def _left_over() -> list[str]:
+    """Processes an attack started (:data:`MARKER`), and sandboxes of ours (bubblewrap)."""
+    return [pid for pid, cmd, name, parent in _processes()
+            if (MARKER.encode() in cmd and b"pytest" not in cmd)
+            or (name == "bwrap" and parent == os.getpid())]
 
 
 ATTACK_TIMEOUT = 60
@@ -1040,7 +1036,12 @@ of them (the runs are two at a time, next to the others)."""
 def attacked(tmp_path_factory):
     """Grade the attack suite once, through the command line, with the sandbox: the rows
     by (student, exercise), the paths, and what was seen around the run."""
-    paths = write_attack_submissions(tmp_path_factory.mktemp("attacks"))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    paths = write_attack_submissions(tmp_path_factory.mktemp("attacks"),
+                                     listener.getsockname()[1])
     watched = [paths["book"], paths["subs"], paths["canary"]]
     before = _snapshot(*watched)
     status = cli(["--root", str(paths["book"]), "grade", str(paths["subs"]), "--chapter", "toy",
@@ -1048,13 +1049,19 @@ def attacked(tmp_path_factory):
                   "--timeout", str(ATTACK_TIMEOUT), "--cell-timeout", "5",
                   "--check-timeout", "3", "--jobs", "2"])
     right_after = paths["csv"].read_text()
-    left_right_after = _marked_processes() + _children("bwrap")
+    left_right_after = _left_over()
     time.sleep(3)  # what a detached process would do after grading, it would do now
     with open(paths["csv"], newline="") as f:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
-    return {"status": status, "rows": rows, "paths": paths, "csv_right_after": right_after,
+    try:
+        listener.accept()
+        reached = True
+    except BlockingIOError:
+        reached = False
+    listener.close()
+    return {"status": status, "reached_grader": reached, "rows": rows, "paths": paths, "csv_right_after": right_after,
             "before": before, "after": _snapshot(*watched),
-            "left": left_right_after + _marked_processes()}
+            "left": left_right_after + _left_over()}
 
 
 def _points(rows, student) -> dict:
@@ -1117,6 +1124,7 @@ def test_the_sandbox_shows_nothing_of_the_grader(attacked):
     root = next(ln for ln in seen.splitlines() if ln.startswith("ROOT:"))
     assert "'home'" not in root and "'root'" in root  # /root: only the Python prefix in it
     assert "UID: 65534" in seen and "NETWORK: reached" not in seen
+    assert "NETWORK: unreachable 127.0.0.1" in seen and not attacked["reached_grader"]
     assert "NETWORK: unreachable 1.1.1.1" in seen and "NESTED USERNS: 1" in seen
     assert "FOUND: []" in _outputs(attacked, "a_read_solutions")
     threads = int(_outputs(attacked, "a_threads").split("THREADS:")[1].split()[0])

@@ -33,11 +33,10 @@ the grader, which starts the checker again with ``skip`` holding what was alread
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 
-from ._worker import apply_rlimits, events_stream
+from ._worker import begin
 from .answers import AnswerError, check_kind, decode
 
 
@@ -104,14 +103,7 @@ def _run_check(item: dict, namespace: dict, encoded: dict, timeout: float) -> di
 
 
 def main() -> int:
-    job = json.loads(sys.stdin.read())
-    if job.get("rlimits"):
-        apply_rlimits(job["rlimits"])
-    events = events_stream()
-
-    def emit(**event) -> None:
-        events.write(json.dumps(event) + "\n")
-        events.flush()
+    job, emit = begin()
 
     def on_alarm(signum, frame):
         raise CheckTimeout
@@ -137,7 +129,6 @@ def main() -> int:
             result = _run_check(item, shell.user_ns, answers[student][key], timeout)
             emit(event="result", index=index, student=student, **result)
     emit(event="done")
-    events.close()
     return 0
 
 

@@ -15,7 +15,6 @@ is interrupted with SIGINT and recorded as an error, and execution goes on). Eve
 standard output, one JSON object a line, as they happen, so the grader keeps everything
 recorded before it stops the sandbox at the whole-notebook time limit:
 
-    {"event": "kernel"}                                        the kernel started
     {"event": "answer", "label", "occurrence", "index", "values"}   an export cell's data
     {"event": "export_error", "label", "occurrence", "index", "ename", "evalue"}
     {"event": "error", "index", "ename", "evalue"}             another cell raised
@@ -32,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 
 
 
@@ -55,6 +55,21 @@ def events_stream():
     return stream
 
 
+def begin() -> tuple[dict, Callable[..., None]]:
+    """Read the job from standard input, set its resource limits, and return it with
+    ``emit(**event)``, which writes one event (a JSON line) to the events stream."""
+    job = json.loads(sys.stdin.read())
+    if job.get("rlimits"):
+        apply_rlimits(job["rlimits"])
+    events = events_stream()
+
+    def emit(**event) -> None:
+        events.write(json.dumps(event) + "\n")
+        events.flush()
+
+    return job, emit
+
+
 def _strip_answers(nb, mime: str) -> None:
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -65,14 +80,7 @@ def _strip_answers(nb, mime: str) -> None:
 
 
 def main() -> int:
-    job = json.loads(sys.stdin.read())
-    if job.get("rlimits"):
-        apply_rlimits(job["rlimits"])
-    events = events_stream()
-
-    def emit(**event) -> None:
-        events.write(json.dumps(event) + "\n")
-        events.flush()
+    job, emit = begin()
 
     import nbformat
     from nbclient import NotebookClient
@@ -117,7 +125,6 @@ def main() -> int:
         startup_timeout=120,
         record_timing=False,
         on_cell_executed=on_cell_executed,
-        on_notebook_start=lambda notebook: emit(event="kernel"),
         resources={"metadata": {"path": workdir}},
     )
     code = 0
@@ -139,7 +146,6 @@ def main() -> int:
                     cell.outputs = []
             text = nbformat.writes(nb)
         emit(event="executed", notebook=json.loads(text))
-    events.close()
     return code
 
 

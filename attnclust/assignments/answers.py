@@ -7,7 +7,9 @@ checker decodes it here into plain values before any check sees it:
   lists, tuples and dicts (``str`` keys) of answers;
 * NumPy arrays of booleans or numbers, read from ``.npy`` bytes with ``allow_pickle=False``;
 * SymPy expressions and matrices, rebuilt from their ``srepr`` string by :func:`parse_srepr`,
-  which evaluates nothing: it calls SymPy's own classes on literal numbers and names only.
+  which evaluates nothing: it calls SymPy's own classes (and the SymPy functions of
+  :data:`TRUSTED_MODULES`, such as ``attnclust.symbolic.logistic``) on literal numbers and
+  names only.
 
 Anything else is refused with :class:`AnswerError`, whose message becomes the feedback.
 Exercise kinds add one rule (:func:`check_kind`): a string answer is accepted only for an
@@ -47,6 +49,10 @@ _FLOAT = re.compile(r"^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?
 NAMED = frozenset({"Symbol", "Dummy", "Str"})
 """SymPy classes whose first argument is a name: it must look like an identifier (letters,
 digits, underscores; at most 64), since printers such as ``lambdify`` write it into code."""
+
+TRUSTED_MODULES = ("attnclust.symbolic",)
+"""Modules whose exported SymPy classes (``__all__``) answers may hold besides SymPy's own:
+the book's derivations return expressions with them."""
 
 REFUSED = frozenset({"Function", "WildFunction", "Wild", "Lambda", "Basic", "Subs"})
 """SymPy names never called: ``Function`` makes functions whose names ``lambdify`` would
@@ -146,11 +152,20 @@ def decode(encoded: object, *, _depth: int = 0, _count: list | None = None):
 
 @functools.lru_cache(maxsize=1)
 def _sympy_names() -> tuple[dict, dict]:
-    """SymPy's callable classes and its named constants (``pi``, ``oo``, ``true``...)."""
+    """SymPy's callable classes (and those of :data:`TRUSTED_MODULES`) and its named
+    constants (``pi``, ``oo``, ``true``...)."""
+    import importlib
+
     import sympy
     from sympy.matrices import MatrixBase
 
     classes, constants = {}, {}
+    for module_name in TRUSTED_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, sympy.Basic):
+                classes[name] = obj
     for name in dir(sympy):
         obj = getattr(sympy, name)
         if isinstance(obj, type) and issubclass(obj, (sympy.Basic, MatrixBase)) \

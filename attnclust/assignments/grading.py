@@ -45,7 +45,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -311,8 +311,12 @@ class _Program:
     events read from its standard output (at most :data:`MAX_OUTPUT_BYTES`), the end of its
     standard error kept for messages."""
 
+    live: set = set()
+    """The programs running now (stopped all at once when grading is interrupted)."""
+
     def __init__(self, proc: subprocess.Popen, job: dict, group: bool):
         self.proc, self.group = proc, group
+        _Program.live.add(self)
         self.events: queue.Queue = queue.Queue()
         self.stderr: deque = deque(maxlen=64)
         data = json.dumps(job).encode()
@@ -383,6 +387,7 @@ class _Program:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pass
+        _Program.live.discard(self)
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,6 @@ class _Run:
     overflow: bool = False
     dead: str | None = None
     executed: dict | None = None
-    seconds: float = 0.0
 
 
 def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
@@ -453,7 +457,6 @@ def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> 
             program.stop()
         if not finished and not run.timed_out and run.dead is None and not run.overflow:
             run.dead = f"the notebook's process ended early ({program.last_error()})"
-    run.seconds = time.monotonic() - t0
     return run
 
 
@@ -506,8 +509,10 @@ def _run_checks(material: dict, runs: dict[str, _Run], settings: _Settings
                "check_timeout": settings.check_timeout, "rlimits": settings.rlimits()}
         with tempfile.TemporaryDirectory(prefix="attnclust-check-") as tmp:
             checker = _start(argv, job, settings, tmp)
-            fatal = _follow_checker(checker, settings, results, chapter_errors)
-            checker.stop()
+            try:
+                fatal = _follow_checker(checker, settings, results, chapter_errors)
+            finally:
+                checker.stop()
     for key in expected - results.keys():
         results[key] = {"status": "error", "ename": "CheckerError",
                         "evalue": fatal or "the checker did not run this check"}
@@ -713,8 +718,17 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
             progress(student)
         return run
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = dict(zip(prepared, pool.map(run_one, prepared)))
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = {student: pool.submit(run_one, student) for student in prepared}
+    try:
+        wait(futures.values(), return_when=FIRST_EXCEPTION)
+    except BaseException:  # interrupted: stop every sandbox now, not at its time limit
+        pool.shutdown(wait=False, cancel_futures=True)
+        for program in list(_Program.live):
+            program.stop()
+        raise
+    pool.shutdown()
+    runs = {student: future.result() for student, future in futures.items()}
     results, chapter_errors = _run_checks(material, runs, settings) if runs else ({}, {})
     grades = []
     for student in notebooks:
