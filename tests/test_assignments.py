@@ -784,7 +784,7 @@ def look(path):
     if "ex_toy_1 =" not in text or path.endswith("a_read_solutions.ipynb"):
         return
     found.append(path)
-    for block in re.findall(r"```{{code-cell}} python3\n(.*?)```", text, re.S):
+    for block in re.findall(r"```{{code-cell}} python3\\n(.*?)```", text, re.S):
         try:
             exec(block, globals())
         except Exception:
@@ -921,6 +921,7 @@ print("THREADS:", started)'''
         Attack("v3", FULL, HONEST, what="an nbformat 3 notebook"),
         Attack("malformed_meta", FULL, HONEST,
                what="cells with metadata 'oops', tags 5, attnclust 'oops'..."),
+        Attack("meta_oops", FULL, HONEST, what='one cell with "attnclust": "oops"'),
         Attack("empty", NONE, file=b"", what="an empty file"),
         Attack("binary", NONE, file=bytes(range(256)) * 8, what="a binary file"),
         Attack("bad_json", NONE, file=b'{"cells": [', what="malformed JSON"),
@@ -954,6 +955,13 @@ print("THREADS:", started)'''
     ]
 
 
+def test_attack_cells_are_python():
+    """An attack that does not even compile would score 0 for the wrong reason."""
+    for attack in _attacks({k: "/x" for k in ("book", "subs", "canary", "csv")}):
+        for source in [*attack.pre, *attack.post, *(attack.answers or {}).values()]:
+            compile(source, attack.name, "exec")
+
+
 def _attack_notebook(student: nbformat.NotebookNode, attack: Attack) -> bytes:
     if attack.file is not None:
         return attack.file
@@ -968,8 +976,10 @@ def _attack_notebook(student: nbformat.NotebookNode, attack: Attack) -> bytes:
     if attack.name == "v3":
         return nbformat.writes(nbformat.convert(nb, 3)).encode()
     data = json.loads(nbformat.writes(nb))
-    if attack.name == "malformed_meta":
-        for i, shape in enumerate(MALFORMED_CELLS.values()):
+    if attack.name in ("malformed_meta", "meta_oops"):
+        shapes = MALFORMED_CELLS.values() if attack.name == "malformed_meta" else [
+            MALFORMED_CELLS["metadata attnclust a string"]]
+        for i, shape in enumerate(shapes):
             odd = {"cell_type": "code", "source": f"y{i} = 1", "metadata": {}, "outputs": []}
             odd.update(shape)
             data["cells"].insert(2, odd)
