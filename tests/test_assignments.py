@@ -781,7 +781,7 @@ def look(path):
         text = open(path, errors="ignore").read()
     except OSError:
         return
-    if "ex_toy_1 =" not in text or path.endswith("a_read_solutions.ipynb"):
+    if "ex_toy_1 =" not in text or "found.append" in text:  # not its own notebook
         return
     found.append(path)
     for block in re.findall(r"```{{code-cell}} python3\\n(.*?)```", text, re.S):

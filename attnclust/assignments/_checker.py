@@ -2,10 +2,12 @@
 
 Run by :mod:`attnclust.assignments.grading` as ``python -m attnclust.assignments._checker``
 (in a sandbox of its own unless grading is ``--unsafe``), once for all the submissions of a
-chapter. It reads one JSON job on standard input::
+chapter, started as they start. Its standard input holds two JSON lines: the job, read at
+once, and the answers, read when the first check is reached (the grader sends them when
+every submission has run, so the narrative runs meanwhile)::
 
-    {"program": [...], "answers": {student: {"label/occurrence": {name: encoded}}},
-     "skip": [[index, student], ...], "check_timeout": s, "rlimits": {...}}
+    {"program": [...], "skip": [[index, student], ...], "check_timeout": s, "rlimits": {...}}
+    {student: {"label/occurrence": {name: encoded}}}
 
 ``program`` is the chapter's own code in source order, from the autograder material: its
 narrative code cells (``{"kind": "code", "source"}``) and check cells (``{"kind": "check",
@@ -33,6 +35,7 @@ the grader, which starts the checker again with ``skip`` holding what was alread
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 
@@ -40,8 +43,9 @@ from ._worker import begin
 from .answers import AnswerError, check_kind, decode
 
 
-class CheckTimeout(Exception):
-    """Raised in a check that ran past its time limit (SIGALRM)."""
+class CheckTimeout(BaseException):
+    """Raised in a check that ran past its time limit (SIGALRM); a ``BaseException``, so
+    that neither the check's own ``except Exception`` nor SymPy's catches it."""
 
 
 def _shell():
@@ -111,7 +115,7 @@ def main() -> int:
     signal.signal(signal.SIGALRM, on_alarm)
     shell = _shell()
     skip = {(int(i), str(s)) for i, s in job.get("skip", [])}
-    answers: dict = job["answers"]
+    answers: dict | None = None  # the second line: read when the first check is reached
     timeout = float(job["check_timeout"])
     for index, item in enumerate(job["program"]):
         if item["kind"] == "code":
@@ -122,6 +126,8 @@ def main() -> int:
                  ename=type(err).__name__ if err else "", evalue=_message(err) if err else "")
             continue
         key = f"{item['label']}/{item['occurrence']}"
+        if answers is None:
+            answers = json.loads(sys.stdin.readline() or "{}")
         for student in sorted(answers):
             if (index, student) in skip or key not in answers[student]:
                 continue

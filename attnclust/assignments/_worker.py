@@ -3,7 +3,7 @@
 Run as a script by :mod:`attnclust.assignments.grading`, inside the sandbox
 (:mod:`attnclust.assignments.sandbox`) or, with ``--unsafe``, as a plain process. It imports
 only the standard library, nbformat and nbclient (not attnclust), so it starts fast. It
-reads one JSON job on standard input::
+reads one JSON job, a line on standard input::
 
     {"notebook": {...}, "cell_timeout": s, "executed": bool, "rlimits": {...},
      "workdir": path, "mime": the MIME type of the answers that _export.py displays}
@@ -56,9 +56,9 @@ def events_stream():
 
 
 def begin() -> tuple[dict, Callable[..., None]]:
-    """Read the job from standard input, set its resource limits, and return it with
-    ``emit(**event)``, which writes one event (a JSON line) to the events stream."""
-    job = json.loads(sys.stdin.read())
+    """Read the job (the first line of standard input), set its resource limits, and return
+    it with ``emit(**event)``, which writes one event (a JSON line) to the events stream."""
+    job = json.loads(sys.stdin.readline())
     if job.get("rlimits"):
         apply_rlimits(job["rlimits"])
     events = events_stream()

@@ -307,28 +307,42 @@ def unanswered(nb: nbformat.NotebookNode, material: dict) -> set[str]:
 # ---- running a sandboxed program -----------------------------------------------------------
 
 class _Program:
-    """A started worker or checker: its job written to its standard input, its JSON-line
-    events read from its standard output (at most :data:`MAX_OUTPUT_BYTES`), the end of its
-    standard error kept for messages."""
+    """A started worker or checker: its job written to its standard input (JSON lines:
+    the worker's in one, the checker's in two, the answers sent later with :meth:`send`),
+    its JSON-line events read from its standard output (at most :data:`MAX_OUTPUT_BYTES`),
+    the end of its standard error kept for messages."""
 
     live: set = set()
     """The programs running now (stopped all at once when grading is interrupted)."""
 
-    def __init__(self, proc: subprocess.Popen, job: dict, group: bool):
+    def __init__(self, proc: subprocess.Popen, job: dict, group: bool, more: bool = False):
         self.proc, self.group = proc, group
         _Program.live.add(self)
         self.events: queue.Queue = queue.Queue()
         self.stderr: deque = deque(maxlen=64)
-        data = json.dumps(job).encode()
-        for target, args in ((self._write, (data,)), (self._read, ()), (self._read_err, ())):
-            threading.Thread(target=target, args=args, daemon=True).start()
+        self._writer: threading.Thread | None = None
+        self.send(job, last=not more)
+        for target in (self._read, self._read_err):
+            threading.Thread(target=target, daemon=True).start()
 
-    def _write(self, data: bytes) -> None:
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
+    def send(self, line: dict, last: bool = True) -> None:
+        """Write ``line`` (one JSON line) to the program's standard input, after what was
+        written before; ``last``: then close it."""
+        previous = self._writer
+
+        def write() -> None:
+            if previous is not None:
+                previous.join()
+            try:
+                self.proc.stdin.write(json.dumps(line).encode() + b"\n")
+                self.proc.stdin.flush()
+                if last:
+                    self.proc.stdin.close()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+        self._writer = threading.Thread(target=write, daemon=True)
+        self._writer.start()
 
     def _read(self) -> None:
         total, skipping = 0, False
@@ -408,14 +422,15 @@ class _Settings:
         return limits
 
 
-def _start(argv: list[str], job: dict, settings: _Settings, tmp: str) -> _Program:
+def _start(argv: list[str], job: dict, settings: _Settings, tmp: str,
+           more: bool = False) -> _Program:
     if settings.sandboxed:
         proc = sandbox.start(argv, limits=settings.limits, hidden=list(settings.hidden))
-        return _Program(proc, job, group=False)
+        return _Program(proc, job, group=False, more=more)
     proc = subprocess.Popen(argv, cwd=tmp, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    return _Program(proc, job, group=True)
+    return _Program(proc, job, group=True, more=more)
 
 
 @dataclass
@@ -491,10 +506,24 @@ CHECK_GRACE = 10.0
 interrupts it itself at ``check_timeout`` when it runs Python code)."""
 
 
-def _run_checks(material: dict, runs: dict[str, _Run], settings: _Settings
+CHECKER = [sys.executable, "-m", "attnclust.assignments._checker"]
+
+
+def _start_checker(material: dict, settings: _Settings, tmp: str,
+                   skip: list | tuple = ()) -> _Program:
+    """Start the checker on the chapter's program; it runs the narrative up to the first
+    check while the submissions run, then waits for their answers (:meth:`_Program.send`)."""
+    job = {"program": material["program"], "skip": sorted(skip),
+           "check_timeout": settings.check_timeout, "rlimits": settings.rlimits()}
+    return _start(CHECKER, job, settings, tmp, more=True)
+
+
+def _run_checks(material: dict, runs: dict[str, _Run], settings: _Settings,
+                checker: _Program | None = None
                 ) -> tuple[dict[tuple[int, str], dict], dict[int, str]]:
-    """Run the chapter's checks on every student's answers; return the results by
-    ``(program index, student)`` and the chapter's own code cells that failed."""
+    """Run the chapter's checks on every student's answers, in ``checker`` (started by
+    :func:`_start_checker`) and in new checkers if it stops in a check; return the results
+    by ``(program index, student)`` and the chapter's own code cells that failed."""
     program = material["program"]
     answers = {s: {f"{label}/{occ}": values for (label, occ), (_, values) in r.answers.items()}
                for s, r in runs.items()}
@@ -503,16 +532,18 @@ def _run_checks(material: dict, runs: dict[str, _Run], settings: _Settings
     results: dict[tuple[int, str], dict] = {}
     chapter_errors: dict[int, str] = {}
     fatal = None
-    argv = [sys.executable, "-m", "attnclust.assignments._checker"]
-    while expected - results.keys() and fatal is None:
-        job = {"program": program, "answers": answers, "skip": sorted(results),
-               "check_timeout": settings.check_timeout, "rlimits": settings.rlimits()}
-        with tempfile.TemporaryDirectory(prefix="attnclust-check-") as tmp:
-            checker = _start(argv, job, settings, tmp)
+    with tempfile.TemporaryDirectory(prefix="attnclust-check-") as tmp:
+        while expected - results.keys() and fatal is None:
+            if checker is None:
+                checker = _start_checker(material, settings, tmp, list(results))
+            checker.send(answers)
             try:
                 fatal = _follow_checker(checker, settings, results, chapter_errors)
             finally:
                 checker.stop()
+                checker = None
+    if checker is not None:
+        checker.stop()
     for key in expected - results.keys():
         results[key] = {"status": "error", "ename": "CheckerError",
                         "evalue": fatal or "the checker did not run this check"}
@@ -719,17 +750,20 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
         return run
 
     pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = {student: pool.submit(run_one, student) for student in prepared}
-    try:
-        wait(futures.values(), return_when=FIRST_EXCEPTION)
-    except BaseException:  # interrupted: stop every sandbox now, not at its time limit
-        pool.shutdown(wait=False, cancel_futures=True)
-        for program in list(_Program.live):
-            program.stop()
-        raise
-    pool.shutdown()
-    runs = {student: future.result() for student, future in futures.items()}
-    results, chapter_errors = _run_checks(material, runs, settings) if runs else ({}, {})
+    with tempfile.TemporaryDirectory(prefix="attnclust-checker-") as tmp:
+        checker = _start_checker(material, settings, tmp) if prepared else None
+        futures = {student: pool.submit(run_one, student) for student in prepared}
+        try:
+            wait(futures.values(), return_when=FIRST_EXCEPTION)
+            pool.shutdown()
+            runs = {student: future.result() for student, future in futures.items()}
+            results, chapter_errors = (_run_checks(material, runs, settings, checker)
+                                       if runs else ({}, {}))
+        except BaseException:  # interrupted: stop every sandbox now, not at its time limit
+            pool.shutdown(wait=False, cancel_futures=True)
+            for program in list(_Program.live):
+                program.stop()
+            raise
     grades = []
     for student in notebooks:
         if student in failed:
