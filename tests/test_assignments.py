@@ -297,6 +297,7 @@ def test_hidden_checks_say_what_they_verify_without_expected_values(chapter):
         checks[1]
     assert "`ex_toy_1` to exercise 1" in checks[0]  # no `# verifies:` line: a general one
     assert "runs when your notebook is graded" in nb.cells[0].source
+    assert "tells you whether" not in text and "says what the grader verifies" in text
     assert "3 * x**2" in _text(instructor_notebook(chapter))
     assert "3 * x**2" in autograder_material(chapter)["exercises"][0]["checks"][0]
     assert "2.0" in _text(student_notebook(chapter))  # the practice edition shows them
@@ -586,6 +587,9 @@ def test_csv_is_written_atomically(tmp_path, monkeypatch):
 
     path = tmp_path / "grades.csv"
     write_csv([ExerciseGrade("a", "ex-1", 1, 1, "passed")], path)
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    assert path.stat().st_mode == plain.stat().st_mode  # not mkstemp's 0600
     before = path.read_text()
 
     def broken(src, dst):
@@ -594,7 +598,8 @@ def test_csv_is_written_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", broken)
     with pytest.raises(OSError):
         write_csv([ExerciseGrade("b", "ex-1", 0, 1, "x")], path)
-    assert path.read_text() == before and [p.name for p in tmp_path.iterdir()] == ["grades.csv"]
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "plain"]
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ def hidden_check_source(source: str, ex: Exercise) -> str:
             "show it.")
 
 
-def _prompt(ex: Exercise) -> str:
+def _prompt(ex: Exercise, hidden: bool = False) -> str:
     how = {
         "derivation": "Derive it (SymPy helps) in the cell below, adding cells as needed",
         "coding": "Write your code in the cell below, adding cells as needed",
@@ -89,7 +89,8 @@ def _prompt(ex: Exercise) -> str:
                           "e.g. `\"a\"`",
     }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
     return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). {how}; store your answer "
-            f"in `{ex.variable}`. The check cell after it tells you whether it is right.")
+            f"in `{ex.variable}`. The check cell after it "
+            + ("says what the grader verifies." if hidden else "tells you whether it is right."))
 
 
 def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
@@ -129,7 +130,7 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             nb.cells.append(_code_cell(p.source, p.cell))
         elif p.kind == "answer":
             if student:
-                md.append(_prompt(ex))
+                md.append(_prompt(ex, hidden))
                 flush()
                 nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",
                                            extra_meta={"attnclust": {"answer": ex.label}}))

@@ -624,7 +624,7 @@ def _check_feedback(label: str, result: dict, run: _Run, index: int, blank: bool
 
 def _not_run_feedback(label: str, occ: int, run: _Run, settings: _Settings) -> str:
     if (label, occ) in run.export_errors:
-        index, msg = run.export_errors[label, occ]
+        _, msg = run.export_errors[label, occ]
         return f"{label}: not graded, the answer could not be handed to the grader ({msg})"
     if run.timed_out:
         return (f"{label}: not graded, the notebook did not reach this check within the time "
@@ -645,15 +645,17 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
         label = ex["label"]
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
+        passed = bool(items)
         feedback = "passed" if items else f"{label}: the chapter has no check for it"
         for i, item in items:
             occ = item["occurrence"]
             if (label, occ) not in run.answers:
-                feedback = _not_run_feedback(label, occ, run, settings)
+                passed, feedback = False, _not_run_feedback(label, occ, run, settings)
                 break
             result = results.get((i, student), {"status": "error", "ename": "CheckerError",
                                                 "evalue": "no result"})
             if result["status"] != "ok":
+                passed = False
                 feedback = _check_feedback(label, result, run, run.answers[label, occ][0],
                                            label in blank, ex["variable"])
                 if chapter_errors and result["status"] == "error":
@@ -661,7 +663,7 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
                     feedback += (f"; the chapter's own cell {first} failed in the checker "
                                  f"({chapter_errors[first]})")
                 break
-        points = float(ex["points"]) if feedback == "passed" else 0.0
+        points = float(ex["points"]) if passed else 0.0
         grades.append(ExerciseGrade(student, label, points, float(ex["points"]), feedback))
     return grades
 
@@ -894,9 +896,20 @@ def check_output_path(path: str | Path, *, folder: bool = False) -> Path:
     return path
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once, at import: os.umask can only be read by setting it
+
+
 def _atomic_write(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file renamed over it, with the permissions a
+    plain ``open`` would give (those of the file it replaces, if any)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_UMASK
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", newline="") as f:
             f.write(text)
             f.flush()
