@@ -57,7 +57,8 @@ __all__ = [
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
-"""The verdicts, in the Claims page's words: holds, holds approximately, does not hold, open."""
+"""The four verdicts; the Claims page words them as holds, holds approximately, does not
+hold and open."""
 
 PAPER: dict[str, str] = {
     "alignment": (
@@ -70,8 +71,8 @@ PAPER: dict[str, str] = {
         "trainable parameter."
     ),
 }
-"""The paper's claims (Maulen-Soto, Boyer and Marion, 2025), in the book's words: the rows of
-the first table of the Claims page. A claim of the book with ``paper=key`` is listed under
+"""The rows of the first table of the Claims page, the claims of the paper by Maulen-Soto,
+Boyer and Marion (2025) in the book's words. A claim of the book with ``paper=key`` is listed under
 that row. Add a row here for each further claim of the paper the book tests."""
 
 ID_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
