@@ -56,3 +56,14 @@ def test_committed_experiment_runs_from_the_command_line(tmp_path, monkeypatch, 
         assert main(["experiment", "nope"]) == 2
     finally:
         experiments.COMMITTED.pop("toy-exp", None)
+
+
+def test_every_committed_results_file_is_fresh():
+    """Each results/*.json belongs to a registered experiment, and no source it depends on
+    changed since it was written (else: rerun the command it records)."""
+    known = experiments.names()
+    for path in sorted(results.RESULTS_DIR.glob("*.json")):
+        stored = results.load(path.stem)
+        assert path.stem in known, f"{path.name}: no committed experiment of that name"
+        assert set(stored.sources) >= set(experiments.COMMITTED[path.stem].sources), path.name
+        assert not stored.stale, f"{path.name} is stale: run `{stored.command}`"
