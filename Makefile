@@ -32,6 +32,8 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/.jax-cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
+# A size limit turns on JAX's file lock (filelock): no process reads a half-written entry.
+export JAX_COMPILATION_CACHE_MAX_SIZE ?= 4000000000
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
