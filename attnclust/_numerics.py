@@ -38,7 +38,9 @@ def _tile_moments(s, ext, pos, Pk, V):
     the keys shifted by their maximum (D+) and minimum (D-): D_qk is D+_k or D-_k exactly,
     as Pq_q >= 0 or not, so each query keeps the column of its own shift."""
     e = jnp.exp(s[..., :, None] * (Pk[..., None, :] - ext[..., :, None]))
-    M = e @ V if e.ndim == 2 else jnp.einsum("...qk,...kj->...qj", e, V)
+    # full float32 products: an accelerator's default (TF32, bf16 passes) would round the
+    # sums to about 1e-3
+    M = jnp.einsum("...qk,...kj->...qj", e, V, precision=jax.lax.Precision.HIGHEST)
     return M[..., 0], jnp.where(pos, M[..., 1], M[..., 2]), jnp.where(pos, M[..., 3], M[..., 4])
 
 
