@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from roofline import bandwidth, exp_roofline, load1, time_step, timings  # noqa: E402
+from roofline import bandwidth, exp_roofline, load1, step_exps, time_step, timings, with_fractions  # noqa: E402
 
 
 def check() -> dict:
@@ -153,7 +153,7 @@ def main() -> int:
     print(f"roofline: {rate / 1e9:.1f} G exp/s, {results['roofline']['bandwidth']['best_per_s'] / 1e9:.0f} GB/s", flush=True)
     results["steps"] = []
     for L in (256, 1024, 4096):
-        results["steps"].append(time_step(L, 32, rate, reps=a.reps, target_exps=2e10))
+        results["steps"].append(with_fractions(time_step(L, 32, reps=a.reps, target_exps=2e10), step_exps(32, 2, L), rate))
         save()
         print(f"step L={L}: {results['steps'][-1]['median_s'] * 1e3:.3f} ms, {results['steps'][-1]['frac_roofline']:.3f} of the roofline", flush=True)
     results["identity"] = identity((30000, 100000, 300000), rate, a.reps)

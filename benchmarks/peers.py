@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 
-from roofline import REPEATS, load1
+from roofline import REPEATS, timings
 
 LR, BETAS, EPS = 1e-2, (0.9, 0.999), 1e-8
 
@@ -77,17 +77,8 @@ def best_of_threads(measure) -> dict:
 
 
 def _time(step, n: int, reps: int) -> dict:
-    import numpy as np
-
-    step()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        ts.append((time.perf_counter() - t0) / n)
-    return {"min_s": float(np.min(ts)), "median_s": float(np.median(ts)), "max_s": float(np.max(ts)),
-            "reps": reps, "steps_per_repeat": n, "load": load1()}
+    """Seconds per step: ``reps`` repeats of ``n`` steps."""
+    return {**timings(step, reps, number=n), "steps_per_repeat": n}
 
 
 def _check(loss_value: float, L: int, batch: int) -> float:
@@ -157,7 +148,6 @@ def jax_step_vmap(L: int, batch: int, S: int, n: int, reps: int = REPEATS) -> di
     import optax
 
     import attnclust as ac
-    from roofline import timings
 
     X, theta = _inputs(L, batch, seeds=S)
     opt = optax.adam(LR)

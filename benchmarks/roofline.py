@@ -126,17 +126,22 @@ def steps_per_repeat(L: int, batch: int, target_exps: float = 2e8) -> int:
     return max(2, int(target_exps / step_exps(batch, 2, L)))
 
 
-def time_step(L: int, batch: int, exp_rate: float, pool=None, reps: int = REPEATS, target_exps: float = 2e8) -> dict:
-    """Seconds per training step (min, median, max over ``reps`` repeats of a scan) and its
-    fraction of the exp roofline, roofline / time, at the median and best repeat."""
+def time_step(L: int, batch: int, pool=None, reps: int = REPEATS, target_exps: float = 2e8) -> dict:
+    """Seconds per training step: min, median and max over ``reps`` repeats of a scan of
+    several steps (``with_fractions`` adds its fractions of a roofline)."""
     n = steps_per_repeat(L, batch, target_exps)
     run = step_runner(L, batch, n, pool)
     t = timings(run, reps)
-    per = {k: t[k] / n for k in ("min_s", "median_s", "max_s")}
-    roof = step_exps(batch, 2, L) / exp_rate
-    return {"L": L, "batch": batch, "steps_per_repeat": n, **t, **per, "roofline_s": roof,
-            "frac_roofline": roof / per["median_s"], "frac_roofline_best": roof / per["min_s"],
-            "frac_roofline_worst": roof / per["max_s"]}
+    return {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
+            **{k: t[k] / n for k in ("min_s", "median_s", "max_s")}}
+
+
+def with_fractions(t: dict, exps: int, exp_rate: float) -> dict:
+    """``t`` (a timing: min_s, median_s, max_s) with its roofline ``exps / exp_rate`` and the
+    fractions roofline / time at the median, fastest and slowest repeat."""
+    roof = exps / exp_rate
+    return {**t, "roofline_s": roof, "frac_roofline": roof / t["median_s"],
+            "frac_roofline_best": roof / t["min_s"], "frac_roofline_worst": roof / t["max_s"]}
 
 
 def step_hlo(L: int, batch: int) -> dict:
