@@ -7,7 +7,8 @@ Adam, on the same fixed batch as ``roofline.step_runner``, in three forms:
 - ``eager``: PyTorch as most people write it: autograd and ``torch.optim.Adam``, one step
   after the other;
 - ``compile``: the loss and its gradient through ``torch.compile`` (TorchInductor's C++
-  code on the CPU), Adam eager (two (2, 5) tensors: negligible);
+  code on the CPU), compiled once for every L (``dynamic=True``: on a 2-core machine each
+  compilation takes minutes), Adam eager (two (2, 5) tensors: negligible);
 - ``vmap``: S seeds at once, ``torch.func.vmap`` of ``torch.func.grad`` of the loss with the
   Adam update written on the stacked parameters: the peer of ``jax.vmap`` over seeds
   (``fit_many``).
@@ -93,6 +94,18 @@ def _check(loss_value: float, L: int, batch: int) -> float:
     return err
 
 
+_COMPILED = {}
+
+
+def _compiled_loss():
+    """``torch_loss`` through ``torch.compile`` with dynamic shapes, compiled once."""
+    import torch
+
+    if "loss" not in _COMPILED:
+        _COMPILED["loss"] = torch.compile(torch_loss, dynamic=True)
+    return _COMPILED["loss"]
+
+
 def step_eager_or_compiled(L: int, batch: int, n: int, compiled: bool, reps: int = REPEATS) -> dict:
     """Seconds per training step of the PyTorch layer, eager or through ``torch.compile``."""
     import torch
@@ -100,7 +113,7 @@ def step_eager_or_compiled(L: int, batch: int, n: int, compiled: bool, reps: int
     X, theta0 = (torch.tensor(a) for a in _inputs(L, batch))
     theta = theta0.clone().requires_grad_()
     opt = torch.optim.Adam([theta], lr=LR, betas=BETAS, eps=EPS)
-    loss_fn = torch.compile(torch_loss, dynamic=False) if compiled else torch_loss
+    loss_fn = _compiled_loss() if compiled else torch_loss
     err = _check(float(loss_fn(theta, X).detach()), L, batch)
     t0 = time.perf_counter()
 

@@ -55,7 +55,7 @@ SIZES = {
     "small": dict(
         steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, peer_L=(50, 256, 1024),
         identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
-        tile_L=30000, tile_blocks=(512, 1024, 2048), tile_key_blocks=(1024, 2048, 4096),
+        tile_L=30000, tile_blocks=(1024, 2048), tile_key_blocks=(1024, 2048),
         full_max_bytes=2 * 2**30, widget_calls=15, matmul_n=(1024, 2048),
         exp_grid=8192, bandwidth_bytes=512 * 2**20, step_target_exps=2e8,
     ),
