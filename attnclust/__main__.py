@@ -3,6 +3,7 @@
     python -m attnclust reproduce --list
     python -m attnclust reproduce NAME [NAME ...] --out DIR [--size small|full] [--no-pdf]
     python -m attnclust reproduce all --out DIR
+    python -m attnclust experiment --list | NAME [NAME ...] [--size full|small]
     python -m attnclust assignments build|grade ...   (needs the [assignments] extra)
 
 ``reproduce`` redraws the book's figures by name from ``attnclust.figures`` and writes
@@ -109,6 +110,38 @@ def _add_reproduce(sub) -> None:
     p.set_defaults(func=_reproduce)
 
 
+def _experiment(args: argparse.Namespace) -> int:
+    from .experiments import COMMITTED, names, run
+
+    known = names()
+    if args.list or not args.names:
+        for n in known:
+            print(f"{n}  {COMMITTED[n].description}")
+        return 0 if args.list else EXIT_USAGE
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        print(f"error: unknown experiment(s): {', '.join(unknown)}; known: {', '.join(known) or 'none'}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    for name in args.names:
+        print(f"wrote {run(name, size=args.size)}")
+    return 0
+
+
+def _add_experiment(sub) -> None:
+    p = sub.add_parser(
+        "experiment",
+        help="run an experiment too large for the book's build and commit its results",
+        description="Run committed experiments by name (see --list); each writes results/NAME.json "
+                    "with the command, commit and date, which the book reads.",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="experiment names")
+    p.add_argument("--list", action="store_true", help="list the committed experiments")
+    p.add_argument("--size", choices=("small", "full"), default="full",
+                   help="'full' (default): the size the book shows; 'small': a quick check")
+    p.set_defaults(func=_experiment)
+
+
 def _add_assignments(sub) -> None:
     """``assignments build|grade``: its parser needs only the standard library; its commands
     import the ``[assignments]`` extra when they run (and say so when it is missing)."""
@@ -117,7 +150,7 @@ def _add_assignments(sub) -> None:
     add_parser(sub)
 
 
-SUBCOMMANDS: list[Callable] = [_add_reproduce, _add_assignments]
+SUBCOMMANDS: list[Callable] = [_add_reproduce, _add_experiment, _add_assignments]
 """Functions ``f(sub)`` that each add one subcommand to the ``attnclust`` parser. Append a new
 one here; ``add_subcommands`` calls them in order."""
 

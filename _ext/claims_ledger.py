@@ -1,0 +1,368 @@
+"""The claims ledger in the built book (loaded from _config.yml, sphinx.local_extensions).
+
+A chapter states a claim in a code cell with ``attnclust.claims.claim`` (which glues the
+sentence under ``claim:<id>`` and its record under ``claim-data:<id>``) and shows it in the
+prose with the role ``{claim}`<id>```. This extension
+
+- renders the role: the claim's sentence (MyST Markdown, math included) in a
+  ``<span class="claim" id="claim-<id>">``, followed by a link to its row on the Claims page;
+- collects every claim of every page in the build environment (cached with the pages, so
+  an incremental build still lists them all);
+- fills the directive ``{claims-ledger}`` on the Claims page with tables: ``:paper:`` gives
+  the table of the paper's claims against the book's findings, ``:summary:`` the count of
+  verdicts per chapter, and no option every claim by chapter, with its setting, evidence,
+  verdict and a link back to where the prose makes it;
+- writes every claim to ``claims.json`` in the HTML output folder;
+- fails the build (a warning, and the book builds with -W) when a page records a claim its
+  prose never shows, when a role names a claim no cell recorded, or when two pages use the
+  same claim id.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive, directives
+from myst_nb.core.render import MimeData
+from myst_nb.core.variables import RetrievalError
+from myst_nb.ext.glue.utils import retrieve_glue_data
+from myst_nb.ext.utils import RoleBase
+from sphinx.addnodes import pending_xref
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+ENV_KEY = "attnclust_claims"  # docname -> {id: {"record": dict, "nodes": [node], "title": str}}
+PAGES_KEY = "attnclust_ledger_pages"  # docnames holding a claims-ledger directive
+VERDICT_WORDS = {"holds": "holds", "approx": "holds approximately", "fails": "does not hold",
+                 "open": "open"}
+SYMBOLS = {"lam": "λ", "sigma": "σ", "mu": "μ", "theta": "θ", "pi": "π"}
+
+
+class claim_backlink(nodes.Inline, nodes.Element):
+    """A link from a claim in the prose to its row on the Claims page (resolved on write)."""
+
+
+class claims_ledger(nodes.General, nodes.Element):
+    """Where a table of the ledger goes (filled when the page is resolved)."""
+
+
+def _store(env) -> dict:
+    if not hasattr(env, ENV_KEY):
+        setattr(env, ENV_KEY, {})
+    return getattr(env, ENV_KEY)
+
+
+def _pages(env) -> set:
+    if not hasattr(env, PAGES_KEY):
+        setattr(env, PAGES_KEY, set())
+    return getattr(env, PAGES_KEY)
+
+
+class ClaimRole(RoleBase):
+    """``{claim}`<id>```: the claim's sentence, where the prose makes it."""
+
+    def run(self):
+        key = self.text.strip()
+        try:
+            sentence = retrieve_glue_data(self.document, f"claim:{key}")
+            data = retrieve_glue_data(self.document, f"claim-data:{key}")
+        except RetrievalError:
+            msg = self.document.reporter.warning(
+                f"claim {key!r}: no cell of this page recorded it (attnclust.claims.claim)",
+                line=self.line)
+            return [], [msg]
+        from attnclust.claims import MIME
+
+        record = data.data.get(MIME)
+        if isinstance(record, str):
+            record = json.loads(record)
+        cell_key = sentence.nb_renderer.renderer.nb_config.cell_metadata_key
+        mime = MimeData("text/markdown", sentence.data["text/markdown"],
+                        cell_metadata={cell_key: {"markdown_format": "myst"}},
+                        output_metadata=sentence.metadata, line=self.line)
+        rendered = sentence.nb_renderer.render_markdown_inline(mime)
+        span = nodes.inline(classes=["claim", f"claim-{record['verdict']}"], ids=[f"claim-{key}"])
+        span.extend(rendered)
+        span += claim_backlink(claim_id=key)
+        self.set_source_info(span)
+
+        env = self.document.settings.env
+        found = _store(env).setdefault(env.docname, {})
+        if key in found:
+            return [span], [self.document.reporter.warning(
+                f"claim {key!r} is shown twice on this page; show it once and refer to it in words",
+                line=self.line)]
+        found[key] = {"record": record, "nodes": [copy.deepcopy(n) for n in rendered]}
+        return [span], []
+
+
+class ClaimsLedgerDirective(Directive):
+    """``{claims-ledger}``: a table of the ledger (``:paper:``, ``:summary:`` or every claim)."""
+
+    has_content = False
+    option_spec = {"paper": directives.flag, "summary": directives.flag}
+
+    def run(self):
+        env = self.state.document.settings.env
+        _pages(env).add(env.docname)
+        kind = "paper" if "paper" in self.options else "summary" if "summary" in self.options else "all"
+        return [claims_ledger(kind=kind)]
+
+
+def purge(app, env, docname):
+    _store(env).pop(docname, None)
+    _pages(env).discard(docname)
+
+
+def merge(app, env, docnames, other):
+    _store(env).update({d: c for d, c in _store(other).items() if d in docnames})
+    _pages(env).update(p for p in _pages(other) if p in docnames)
+
+
+def check_page(app, doctree):
+    """Every claim a page records must appear in its prose."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    env = app.env
+    glued = NbMetadataCollector.get_doc_data(env).get(env.docname, {}).get("glue", [])
+    recorded = {k.split(":", 1)[1] for k in glued if k.startswith("claim-data:")}
+    shown = set(_store(env).get(env.docname, {}))
+    for key in sorted(recorded - shown):
+        logger.warning(f"claim {key!r} is recorded but its prose never shows it: write "
+                       f"{{claim}}`{key}` where the text makes the claim", location=env.docname)
+
+
+def outdated(app, env, added, changed, removed):
+    """The Claims page lists every page's claims: rebuild it whenever any page changes."""
+    if added or changed or removed:
+        return sorted(p for p in _pages(env) if p in env.found_docs)
+    return []
+
+
+def check_unique(app, env):
+    seen: dict[str, str] = {}
+    for docname in sorted(_store(env)):
+        for key in _store(env)[docname]:
+            if key in seen:
+                logger.warning(f"claim id {key!r} is used by {seen[key]} and {docname}", location=docname)
+            seen.setdefault(key, docname)
+
+
+def _doc_order(env, root) -> list[str]:
+    order, stack, seen = [], [root], set()
+    while stack:
+        doc = stack.pop()
+        if doc in seen:
+            continue
+        seen.add(doc)
+        order.append(doc)
+        stack.extend(reversed(env.toctree_includes.get(doc, [])))
+    return order
+
+
+def _claims_in_order(app) -> list[tuple[str, str, dict]]:
+    env = app.env
+    store = _store(env)
+    order = _doc_order(env, app.config.root_doc)
+    docs = [d for d in order if d in store] + sorted(d for d in store if d not in order)
+    return [(doc, key, store[doc][key]) for doc in docs for key in store[doc]]
+
+
+def _number(x) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def _value(x) -> str:
+    if isinstance(x, dict) and {"estimate", "low", "high"} <= set(x):
+        pct = f"{100 * x.get('level', 0.95):g}%"
+        n = f", n = {x['n']}" if x.get("n") else ""
+        method = f" {x['method']}" if x.get("method") else ""
+        return f"{_number(x['estimate'])} ({pct}{method} CI {_number(x['low'])} to {_number(x['high'])}{n})"
+    if isinstance(x, dict) and "difference" in x:
+        return (f"mean difference {_value(x['difference'])}; ahead on {x['wins']}, behind on "
+                f"{x['losses']}, tied on {x['ties']}")
+    if isinstance(x, dict):
+        return "; ".join(f"{k}: {_value(v)}" for k, v in x.items())
+    if isinstance(x, list):
+        return "[" + ", ".join(_value(v) for v in x) + "]"
+    return _number(x)
+
+
+def _pairs(mapping: dict, sep: str = "; ") -> str:
+    return sep.join(f"{SYMBOLS.get(k, k)} = {_value(v)}" for k, v in mapping.items())
+
+
+def _verdict(record: dict) -> nodes.Node:
+    para = nodes.paragraph()
+    para += nodes.strong("", VERDICT_WORDS[record["verdict"]])
+    if record.get("detail"):
+        para += nodes.Text(f": {record['detail']}")
+    return para
+
+
+def _strip_xrefs(node_list):
+    out = []
+    for n in node_list:
+        n = n.deepcopy()
+        for x in list(n.findall(pending_xref)):
+            x.replace_self(nodes.inline("", x.astext()))
+        out.append(n)
+    return out
+
+
+def _table(headers: list[str], widths: list[int], rows: list[tuple[list[nodes.Node], str | None]],
+           classes: list[str]) -> nodes.table:
+    table = nodes.table(classes=["claims-table", *classes])
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    for w in widths:
+        group += nodes.colspec(colwidth=w)
+    head = nodes.thead()
+    group += head
+    row = nodes.row()
+    for h in headers:
+        entry = nodes.entry()
+        entry += nodes.paragraph("", h)
+        row += entry
+    head += row
+    body = nodes.tbody()
+    group += body
+    for cells, row_id in rows:
+        row = nodes.row(ids=[row_id] if row_id else [])
+        for cell in cells:
+            entry = nodes.entry()
+            entry += cell if isinstance(cell, list) else [cell]
+            row += entry
+        body += row
+    return table
+
+
+def _sentence_cell(app, fromdoc: str, doc: str, key: str, item: dict) -> list[nodes.Node]:
+    para = nodes.paragraph()
+    para.extend(_strip_xrefs(item["nodes"]))
+    uri = app.builder.get_relative_uri(fromdoc, doc) + f"#claim-{key}"
+    para += nodes.Text(" (")
+    para += nodes.reference("", app.env.titles[doc].astext() if doc in app.env.titles else doc, refuri=uri)
+    para += nodes.Text(")")
+    return [para]
+
+
+def _text(s: str) -> nodes.paragraph:
+    return nodes.paragraph("", s)
+
+
+def fill(app, doctree, fromdoc):
+    """Resolve the backlinks of a page and fill the ledger tables of the Claims page."""
+    pages = sorted(_pages(app.env))
+    for link in list(doctree.findall(claim_backlink)):
+        if not pages:
+            link.replace_self(nodes.Text(""))
+            continue
+        uri = app.builder.get_relative_uri(fromdoc, pages[0]) + f"#ledger-{link['claim_id']}"
+        ref = nodes.reference("", "", refuri=uri, classes=["claim-evidence"],
+                              reftitle="setting, evidence and verdict on the Claims page")
+        ref += nodes.Text("[evidence]")
+        link.replace_self(ref)
+    ledgers = list(doctree.findall(claims_ledger))
+    if not ledgers:
+        return
+    claims = _claims_in_order(app)
+    for node in ledgers:
+        if node["kind"] == "paper":
+            from attnclust.claims import PAPER
+
+            rows = []
+            for pkey, text in PAPER.items():
+                mine = [(d, k, it) for d, k, it in claims if it["record"].get("paper") == pkey]
+                if not mine:
+                    rows.append(([_text(text), _text("not yet tested by the book"), _text(""), _text("open")], None))
+                for i, (doc, key, item) in enumerate(mine):
+                    rows.append(([_text(text if i == 0 else ""), _sentence_cell(app, fromdoc, doc, key, item),
+                                  _text(_pairs(item["record"]["setting"], ", ")), _verdict(item["record"])], None))
+            node.replace_self(_table(["The paper claims", "The book finds", "Setting", "Verdict"],
+                                     [25, 40, 20, 15], rows, ["claims-paper"]))
+        elif node["kind"] == "summary":
+            counts: dict[str, dict[str, int]] = {}
+            for doc, _, item in claims:
+                c = counts.setdefault(doc, {k: 0 for k in VERDICT_WORDS})
+                c[item["record"]["verdict"]] += 1
+            rows = []
+            for doc, c in counts.items():
+                para = nodes.paragraph()
+                para += nodes.reference("", app.env.titles[doc].astext(),
+                                        refuri=app.builder.get_relative_uri(fromdoc, doc))
+                rows.append(([para, _text(str(sum(c.values())))] + [_text(str(c[k])) for k in VERDICT_WORDS], None))
+            total = {k: sum(c[k] for c in counts.values()) for k in VERDICT_WORDS}
+            rows.append(([_text("All chapters"), _text(str(sum(total.values())))]
+                         + [_text(str(total[k])) for k in VERDICT_WORDS], None))
+            node.replace_self(_table(["Chapter", "Claims"] + [VERDICT_WORDS[k].capitalize() for k in VERDICT_WORDS],
+                                     [30, 10, 15, 15, 15, 15], rows, ["claims-summary"]))
+        else:
+            out = []
+            by_doc: dict[str, list] = {}
+            for doc, key, item in claims:
+                by_doc.setdefault(doc, []).append((key, item))
+            for doc, items in by_doc.items():
+                title = nodes.paragraph()
+                title += nodes.strong("", "")
+                title[0] += nodes.reference("", app.env.titles[doc].astext(),
+                                            refuri=app.builder.get_relative_uri(fromdoc, doc))
+                out.append(title)
+                rows = [([_sentence_cell(app, fromdoc, doc, key, item), _text(_pairs(item["record"]["setting"], ", ")),
+                          _text(_pairs(item["record"]["evidence"])), _verdict(item["record"])], f"ledger-{key}")
+                        for key, item in items]
+                out.append(_table(["Claim", "Setting", "Evidence", "Verdict"], [35, 20, 30, 15], rows,
+                                  ["claims-all"]))
+            node.replace_self(out or [_text("No chapter states a claim yet.")])
+
+
+def page_has_math(app, pagename, templatename, context, doctree):
+    """The Claims page's sentences carry math that was inserted after the page was read."""
+    if pagename in _pages(app.env):
+        app.env.get_domain("math").data["has_equations"][pagename] = True
+
+
+def write_json(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    records = []
+    for doc, key, item in _claims_in_order(app):
+        rec = dict(item["record"])
+        rec["chapter"] = doc
+        rec["chapter_title"] = app.env.titles[doc].astext() if doc in app.env.titles else doc
+        rec["url"] = app.builder.get_target_uri(doc) + f"#claim-{key}"
+        records.append(rec)
+    counts = {k: sum(r["verdict"] == k for r in records) for k in VERDICT_WORDS}
+    out = Path(app.outdir) / "claims.json"
+    out.write_text(json.dumps({"claims": records, "counts": counts}, indent=1, ensure_ascii=False) + "\n",
+                   encoding="utf8")
+
+
+def add_static(app):
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
+def setup(app):
+    app.connect("builder-inited", add_static)
+    app.add_css_file("claims.css")
+    app.add_node(claim_backlink)
+    app.add_node(claims_ledger)
+    app.add_role("claim", ClaimRole())
+    app.add_directive("claims-ledger", ClaimsLedgerDirective)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.connect("doctree-read", check_page)
+    app.connect("env-get-outdated", outdated)
+    app.connect("env-check-consistency", check_unique)
+    app.connect("doctree-resolved", fill)
+    app.connect("html-page-context", page_has_math, priority=100)
+    app.connect("build-finished", write_json)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}

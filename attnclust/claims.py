@@ -1,0 +1,395 @@
+"""The claims ledger: every claim the book's prose makes, with its setting, its evidence and a
+verdict computed from that evidence (the page "Claims and evidence", chapters/claims.md).
+
+A chapter cell states a claim with ``claim``::
+
+    rate = stats.binomial_interval(k, n)
+    claims.claim(
+        "training-small-start-aligns",
+        f"From a small start {k} of {n} seeds end aligned (exact 95% interval for the "
+        f"rate {rate.low:.2f} to {rate.high:.2f}).",
+        setting=dict(K=2, d=5, L=50, lam=1.0, sigma=0.5, r=2.0, init="small", seeds=n),
+        evidence=dict(aligned=k, seeds=n, rate=rate),
+        verdict=claims.at_least(rate, 0.5),
+    )
+
+and the prose shows it with the role ``{claim}`training-small-start-aligns``` (the book's
+Sphinx extension ``_ext/claims_ledger.py``): the sentence appears where the role is, with a
+link to its row on the Claims page, which lists every claim of the book with its setting,
+evidence and verdict, and the build writes them all to ``claims.json`` beside the HTML.
+
+- The **sentence** is what the reader sees; its numbers come from the cell (an f-string of
+  the evidence), never typed by hand.
+- The **setting** names the parameters the claim was measured at (L, d, K, lam, sigma, r,
+  init, steps, seeds, sample sizes): a property of the large-L risk is stated with
+  ``L="inf"``, one of training at L = 50 with ``L=50``.
+- The **evidence** holds the measured numbers: plain numbers, ``stats.Interval`` (a
+  statistic with its interval) or ``stats.PairedDifference``.
+- The **verdict** is computed from the evidence by ``at_least``, ``at_most``, ``close_to``,
+  ``excludes`` or ``holds_if``: "holds", "approx" (holds approximately; the verdict says by
+  how much), "fails" (does not hold) or "open" (the evidence cannot decide, for instance an
+  interval that straddles the bound).
+- ``expect`` is the verdict the prose is written for ("holds" by default). When the evidence
+  gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
+  build, as for any failing cell. A prose that says something does *not* hold states the
+  claim with ``expect="fails"``.
+- ``paper`` ties a claim to a claim of the paper (a key of ``PAPER``): the Claims page opens
+  with the table of what the paper claims against what the book finds.
+
+Outside a Jupyter kernel (tests, scripts) ``claim`` only checks and returns the ``Claim``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from .stats import Interval, PairedDifference
+
+__all__ = [
+    "PAPER", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least", "at_most", "claim",
+    "close_to", "excludes", "holds_if",
+]
+
+VERDICTS = ("holds", "approx", "fails", "open")
+"""The four verdicts; the Claims page words them as holds, holds approximately, does not
+hold and open."""
+
+PAPER: dict[str, str] = {
+    "alignment": (
+        "Minimising an unsupervised population risk drives the parameters of a simple "
+        "two-head attention layer to align with the centroids of a Gaussian mixture."
+    ),
+    "quantization": (
+        "An attention layer with key, query and value fixed to the identity quantizes the "
+        "tokens of a prompt towards their own cluster's centre, in context, with no "
+        "trainable parameter."
+    ),
+}
+"""The rows of the first table of the Claims page, the claims of the paper by Maulen-Soto,
+Boyer and Marion (2025) in the book's words. A claim of the book with ``paper=key`` is listed under
+that row. Add a row here for each further claim of the paper the book tests."""
+
+ID_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+"""Claim ids: lowercase words and digits joined by hyphens ("training-small-start-aligns")."""
+
+
+class ClaimError(AssertionError):
+    """A claim's evidence does not support the verdict its prose is written for."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the evidence says of a claim.
+
+    Attributes:
+        kind: one of ``VERDICTS``.
+        detail: why, or by how much (for "approx", "fails" and "open").
+    """
+
+    kind: str
+    detail: str = ""
+
+    def __post_init__(self):
+        if self.kind not in VERDICTS:
+            raise ValueError(f"kind must be one of {VERDICTS}, got kind={self.kind!r}")
+        if not isinstance(self.detail, str):
+            raise TypeError(f"detail must be a string, got detail={self.detail!r}")
+
+
+Number = Union[int, float, np.integer, np.floating]
+Value = Union[Number, Interval]
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {name}={value!r}")
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError(f"{name} must not be NaN")
+    return value
+
+
+def _tolerance(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    value = _number(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {name}={value!r}")
+    return value
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def holds_if(condition: bool, detail: str = "") -> Verdict:
+    """"holds" when ``condition`` is true, else "fails" (with ``detail``, the reason).
+
+    For a claim whose evidence is a yes/no fact (a symbolic identity, an ordering of two
+    exact numbers); statistics use ``at_least``, ``at_most`` or ``close_to``.
+    """
+    if not isinstance(condition, (bool, np.bool_)):
+        raise TypeError(f"condition must be a bool, got condition={condition!r}")
+    return Verdict("holds", "") if condition else Verdict("fails", detail)
+
+
+def _one_sided(value: Value, bound: Any, approx: Any, sign: int) -> Verdict:
+    """at_least (sign = +1) or at_most (sign = -1)."""
+    bound = _number("bound", bound)
+    approx = _tolerance("approx", approx)
+    word = ">=" if sign > 0 else "<="
+    if isinstance(value, Interval):
+        near, far = (value.low, value.high) if sign > 0 else (value.high, value.low)
+        if sign * (near - bound) >= 0:
+            return Verdict("holds", f"the whole interval is {word} {_g(bound)}")
+        if sign * (far - bound) < 0:
+            if approx is not None and sign * (value.estimate - bound) >= -approx:
+                return Verdict("approx", f"estimate {_g(value.estimate)}, short of {_g(bound)} "
+                                         f"by {_g(abs(value.estimate - bound))}")
+            return Verdict("fails", f"the whole interval is on the wrong side of {_g(bound)}")
+        return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} contains {_g(bound)}")
+    x = _number("value", value)
+    if sign * (x - bound) >= 0:
+        return Verdict("holds", f"{_g(x)} {word} {_g(bound)}")
+    if approx is not None and sign * (x - bound) >= -approx:
+        return Verdict("approx", f"{_g(x)}, short of {_g(bound)} by {_g(abs(x - bound))}")
+    return Verdict("fails", f"{_g(x)} is not {word} {_g(bound)}")
+
+
+def at_least(value: Value, bound: float, *, approx: float | None = None) -> Verdict:
+    """Whether ``value >= bound``.
+
+    For a number: "holds" when it is, "approx" when it is short by at most ``approx``,
+    else "fails". For an ``Interval``: "holds" when the whole interval is >= ``bound``,
+    "fails" when the whole interval is below it (or "approx" when the estimate is short by
+    at most ``approx``), and "open" when the interval contains ``bound``.
+
+    Args:
+        value: the measured number, or a statistic with its interval.
+        bound: the threshold.
+        approx: the shortfall still called "holds approximately"; None: no such band.
+
+    Returns:
+        The ``Verdict``.
+    """
+    return _one_sided(value, bound, approx, +1)
+
+
+def at_most(value: Value, bound: float, *, approx: float | None = None) -> Verdict:
+    """Whether ``value <= bound``: ``at_least`` with the inequality reversed."""
+    return _one_sided(value, bound, approx, -1)
+
+
+def close_to(value: Value, target: float, *, tol: float, approx: float | None = None) -> Verdict:
+    """Whether ``value`` equals ``target`` within ``tol``.
+
+    For a number: "holds" when ``|value - target| <= tol``, "approx" when it is within
+    ``approx`` (> ``tol``), else "fails". For an ``Interval``: "holds" when the whole interval
+    lies within ``tol`` of ``target``, "fails" when none of it does (or "approx" when the
+    estimate is within ``approx``), and "open" otherwise.
+
+    Args:
+        value: the measured number, or a statistic with its interval.
+        target: the predicted value.
+        tol: the agreement the claim asserts, >= 0.
+        approx: the looser agreement still called "holds approximately"; None: no such band.
+
+    Returns:
+        The ``Verdict``.
+    """
+    target = _number("target", target)
+    tol = _tolerance("tol", tol)
+    approx = _tolerance("approx", approx)
+    if approx is not None and approx < tol:
+        raise ValueError(f"approx must be >= tol, got approx={approx!r}, tol={tol!r}")
+    if isinstance(value, Interval):
+        lo, hi = value.low - target, value.high - target
+        if -tol <= lo and hi <= tol:
+            return Verdict("holds", f"the interval lies within {_g(tol)} of {_g(target)}")
+        if lo > tol or hi < -tol:
+            off = abs(value.estimate - target)
+            if approx is not None and off <= approx:
+                return Verdict("approx", f"estimate off by {_g(off)} (tolerance {_g(tol)})")
+            return Verdict("fails", f"the interval lies more than {_g(tol)} from {_g(target)}")
+        return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} is not decided "
+                               f"against {_g(target)} +- {_g(tol)}")
+    x = _number("value", value)
+    off = abs(x - target)
+    if off <= tol:
+        return Verdict("holds", f"off by {_g(off)} (tolerance {_g(tol)})")
+    if approx is not None and off <= approx:
+        return Verdict("approx", f"off by {_g(off)} (tolerance {_g(tol)})")
+    return Verdict("fails", f"off by {_g(off)} (tolerance {_g(tol)})")
+
+
+def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
+    """Whether an interval excludes ``point``: "holds" when it does (the difference is real at
+    the interval's level), "open" when it contains it. For a ``PairedDifference``, its
+    interval of the mean difference."""
+    iv = value.difference if isinstance(value, PairedDifference) else value
+    if not isinstance(iv, Interval):
+        raise TypeError(f"value must be an Interval or a PairedDifference, got value={value!r}")
+    point = _number("point", point)
+    if iv.contains(point):
+        return Verdict("open", f"the interval {_g(iv.low)} to {_g(iv.high)} contains {_g(point)}")
+    side = "above" if iv.low > point else "below"
+    return Verdict("holds", f"the whole interval is {side} {_g(point)}")
+
+
+def _plain(name: str, value: Any) -> Any:
+    """``value`` as JSON data: numbers, strings, bools, None, lists and dicts of them,
+    intervals and paired differences as their dicts."""
+    if isinstance(value, (Interval, PairedDifference)):
+        return value.as_dict()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            return str(value)  # "inf" (a large-L setting), "nan" (a diverged run)
+        return value
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(f"{name}[{k!r}]", x) for k, x in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(f"{name}[{i}]", x) for i, x in enumerate(value)]
+    if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
+        arr = np.asarray(value)
+        if arr.ndim == 0:
+            return _plain(name, arr.item())
+        if arr.size > 64:
+            raise ValueError(f"{name} has {arr.size} entries: give the ledger a summary (<= 64 numbers)")
+        return _plain(name, arr.tolist())
+    raise TypeError(f"{name} must be a number, string, interval or a list of them, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the book (see the module docstring).
+
+    Attributes:
+        id: the claim's id, lowercase words joined by hyphens, unique in the book.
+        sentence: the sentence as the reader sees it (MyST Markdown, inline math allowed).
+        setting: the parameters it was measured at, as JSON data.
+        evidence: the measured numbers, as JSON data.
+        verdict: the ``Verdict`` computed from the evidence.
+        expect: the verdicts the prose is written for.
+        paper: the key of ``PAPER`` this claim answers, or None.
+    """
+
+    id: str
+    sentence: str
+    setting: dict
+    evidence: dict
+    verdict: Verdict
+    expect: tuple = ("holds",)
+    paper: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The claim as the JSON record of the ledger."""
+        return {"id": self.id, "sentence": self.sentence, "setting": self.setting,
+                "evidence": self.evidence, "verdict": self.verdict.kind,
+                "detail": self.verdict.detail, "expect": list(self.expect), "paper": self.paper,
+                "paper_claim": PAPER.get(self.paper) if self.paper else None}
+
+
+def claim(
+    id: str,
+    sentence: str,
+    *,
+    setting: Mapping[str, Any],
+    evidence: Mapping[str, Any],
+    verdict: Verdict,
+    expect: str | tuple[str, ...] = "holds",
+    paper: str | None = None,
+) -> Claim:
+    """State a claim of the book and record it in the ledger (see the module docstring).
+
+    In a Jupyter kernel (a chapter being executed) the claim is glued into the notebook
+    (``myst_nb.glue``, keys ``claim:<id>`` for the sentence and ``claim-data:<id>`` for the
+    record), where the role ``{claim}`<id>``` and the Claims page find it.
+
+    Args:
+        id: lowercase words and digits joined by hyphens, unique in the book.
+        sentence: the sentence the prose shows, its numbers formatted from the evidence.
+        setting: the parameters it was measured at (non-empty: L, d, K, lam, sigma, r, init,
+            steps, seeds, sample sizes...). ``L="inf"`` for the large-L limit.
+        evidence: the measured numbers (numbers, ``stats.Interval``, ``stats.PairedDifference``,
+            strings, short lists).
+        verdict: the ``Verdict`` computed from the evidence (``at_least``, ``close_to``...).
+        expect: the verdict, or verdicts, the prose is written for.
+        paper: a key of ``PAPER`` when the claim answers a claim of the paper.
+
+    Returns:
+        The ``Claim``.
+
+    Raises:
+        ClaimError: the verdict is not one of ``expect`` (the chapter's cell fails, and with
+            it the build).
+        ValueError: a bad id, an empty sentence or setting, an unknown ``paper`` or ``expect``.
+        TypeError: a verdict that is not a ``Verdict``, evidence that is not JSON-like.
+    """
+    if not isinstance(id, str) or not ID_PATTERN.fullmatch(id):
+        raise ValueError(f"id must be lowercase words and digits joined by hyphens, got id={id!r}")
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise ValueError(f"sentence must be a non-empty string, got sentence={sentence!r}")
+    if not isinstance(setting, Mapping) or not setting:
+        raise ValueError(f"setting must be a non-empty mapping of the parameters the claim was "
+                         f"measured at, got setting={setting!r}")
+    if not isinstance(evidence, Mapping) or not evidence:
+        raise ValueError(f"evidence must be a non-empty mapping of measured numbers, got evidence={evidence!r}")
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"verdict must be a Verdict (from at_least, close_to, ...), got verdict={verdict!r}")
+    expect = (expect,) if isinstance(expect, str) else tuple(expect)
+    for kind in expect:
+        if kind not in VERDICTS:
+            raise ValueError(f"expect must be verdicts of {VERDICTS}, got {kind!r}")
+    if paper is not None and paper not in PAPER:
+        raise ValueError(f"paper must be one of {tuple(PAPER)} or None, got paper={paper!r}")
+    record = Claim(id, sentence.strip(), _plain("setting", dict(setting)),
+                   _plain("evidence", dict(evidence)), verdict, expect, paper)
+    if verdict.kind not in expect:
+        raise ClaimError(
+            f"claim {id!r}: the evidence gives the verdict {verdict.kind!r} ({verdict.detail}), "
+            f"but the prose is written for {expect}. Sentence: {record.sentence}"
+        )
+    _glue(record)
+    return record
+
+
+def _glue(record: Claim) -> None:
+    """Glue the claim into the running notebook (a no-op outside an IPython kernel)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return
+    if get_ipython() is None:
+        return
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(f"claim:{record.id}", Markdown(record.sentence), display=False)
+    glue(f"claim-data:{record.id}", _Record(record), display=False)
+
+
+MIME = "application/vnd.attnclust.claim+json"
+"""The MIME type of a claim's record in the notebook (JSON; read by the book's extension)."""
+
+
+class _Record:
+    """A claim's record as a display object: its JSON under ``MIME``."""
+
+    def __init__(self, record: Claim):
+        self.record = record
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {MIME: self.record.as_dict(), "text/plain": f"claim {self.record.id}"}

@@ -1,0 +1,233 @@
+"""Intervals for the book's statistics: the evidence behind every claim of the claims ledger
+(``attnclust.claims``, the page "Claims and evidence", chapters/claims.md).
+
+Three kinds of statement need three kinds of interval:
+
+- a frequency ("k of n seeds end aligned"): ``binomial_interval``, the exact
+  (Clopper-Pearson) interval;
+- a mean over independent draws (seeds, prompts): ``mean_interval``, Student's t interval;
+- a paired comparison of two methods scored on the same prompts: ``paired_difference``,
+  the mean of the per-prompt differences with a bootstrap (BCa) interval, and how many
+  prompts each method wins.
+
+Every function returns an ``Interval``, whose ``format`` prints the estimate followed by the
+interval ("0.983 (95% CI 0.978 to 0.988)"), so a sentence of the book shows both from one
+value. SciPy computes the intervals (``scipy.stats.binomtest``, ``scipy.stats.t``,
+``scipy.stats.bootstrap``); the bootstrap is seeded, so a build gives the same interval twice.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jaxtyping import ArrayLike, Float
+from scipy import stats as _stats
+
+from . import _validate as v
+
+__all__ = ["Interval", "PairedDifference", "binomial_interval", "mean_interval", "paired_difference"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with a confidence interval ``[low, high]`` at ``level``.
+
+    ``format(iv, ".3f")`` (or ``f"{iv:.3f}"``) gives "0.983 (95% CI 0.978 to 0.988)": the
+    format specification applies to the three numbers. In a sentence template the parts are
+    ``{iv.estimate:.3f}``, ``{iv.low:.3f}``, ``{iv.high:.3f}``.
+
+    Attributes:
+        estimate: the point estimate.
+        low: the lower end of the interval.
+        high: the upper end of the interval.
+        level: the confidence level, in (0, 1).
+        method: how the interval was computed ("exact binomial", "t", "bootstrap BCa").
+        n: the number of independent draws behind it.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    level: float = 0.95
+    method: str = ""
+    n: int = 0
+
+    def __post_init__(self):
+        for name in ("estimate", "low", "high"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
+                raise TypeError(f"Interval.{name} must be a real number, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if not 0 < self.level < 1:
+            raise ValueError(f"level must lie in (0, 1), got level={self.level!r}")
+        if not self.low <= self.high:
+            raise ValueError(f"low must be <= high, got low={self.low!r}, high={self.high!r}")
+
+    @property
+    def width(self) -> float:
+        """``high - low``."""
+        return self.high - self.low
+
+    def contains(self, value: float) -> bool:
+        """True when ``low <= value <= high``."""
+        return self.low <= value <= self.high
+
+    def __format__(self, spec: str) -> str:
+        spec = spec or ".3g"
+        pct = f"{100 * self.level:g}%"
+        return f"{self.estimate:{spec}} ({pct} CI {self.low:{spec}} to {self.high:{spec}})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The interval as plain JSON data (the claims ledger's file)."""
+        return {"estimate": self.estimate, "low": self.low, "high": self.high,
+                "level": self.level, "method": self.method, "n": self.n}
+
+
+def _level(level: Any) -> float:
+    level = v.positive_finite("level", level)
+    if level >= 1:
+        raise ValueError(f"level must lie in (0, 1), got level={level!r}")
+    return level
+
+
+def binomial_interval(k: int, n: int, level: float = 0.95) -> Interval:
+    """The frequency ``k / n`` with its exact (Clopper-Pearson) interval, for statements
+    such as "k of n seeds end aligned" (``scipy.stats.binomtest``).
+
+    Args:
+        k: the number of successes, an integer in [0, n].
+        n: the number of independent trials, an integer >= 1.
+        level: the confidence level, in (0, 1).
+
+    Returns:
+        The ``Interval`` of the frequency, with ``n`` trials.
+
+    Raises:
+        ValueError: ``k`` or ``n`` not integers, ``k`` outside [0, n], a bad ``level``.
+    """
+    n = v.positive_int("n", n)
+    k = v.positive_int("k", k, minimum=0)
+    if k > n:
+        raise ValueError(f"k must be <= n, got k={k}, n={n}")
+    ci = _stats.binomtest(k, n).proportion_ci(confidence_level=_level(level), method="exact")
+    return Interval(k / n, float(ci.low), float(ci.high), level, "exact binomial", n)
+
+
+def _sample(name: str, x: Any) -> np.ndarray:
+    arr = np.asarray(v.real_array(name, x), dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional (one value per draw), got shape {arr.shape}")
+    return arr
+
+
+def mean_interval(x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.95) -> Interval:
+    """The mean of ``n`` independent draws with Student's t interval,
+    mean +- t_{n-1} s / sqrt(n).
+
+    Args:
+        x: ``(n,)`` the draws (one per seed or per prompt), finite, n >= 2.
+        level: the confidence level, in (0, 1).
+
+    Returns:
+        The ``Interval`` of the mean. When every draw is equal the interval has width 0.
+
+    Raises:
+        ValueError: ``x`` not one-dimensional, fewer than 2 draws, not finite; a bad ``level``.
+    """
+    x = _sample("x", x)
+    if x.size < 2:
+        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
+    level = _level(level)
+    mean = float(np.mean(x))
+    half = float(_stats.t.ppf(0.5 + level / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
+    return Interval(mean, mean - half, mean + half, level, "t", int(x.size))
+
+
+def _bootstrap_mean(x: np.ndarray, level: float, n_resamples: int, seed: int) -> tuple[float, float, str]:
+    """A bootstrap interval of the mean of ``x``: BCa, or the percentile interval where BCa
+    is undefined (few distinct values make its acceleration 0 / 0; SciPy then returns NaN
+    with a warning, which is caught here rather than printed)."""
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = _stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=n_resamples,
+                                   method=method, random_state=np.random.default_rng(seed))
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            return low, high, f"bootstrap {method}"
+    raise ValueError("the bootstrap interval is undefined for these differences")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Two methods scored on the same ``n`` prompts: the mean of the differences ``a - b``
+    with its interval, and how often each method is ahead.
+
+    Attributes:
+        difference: the ``Interval`` of the mean difference mean(a - b).
+        wins: the number of prompts where a > b.
+        losses: the number of prompts where a < b.
+        ties: the number of prompts where a == b.
+    """
+
+    difference: Interval
+    wins: int
+    losses: int
+    ties: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON data (the claims ledger's file)."""
+        return {"difference": self.difference.as_dict(), "wins": self.wins,
+                "losses": self.losses, "ties": self.ties}
+
+
+def paired_difference(
+    a: Float[ArrayLike, " n"] | Sequence[float],
+    b: Float[ArrayLike, " n"] | Sequence[float],
+    *,
+    level: float = 0.95,
+    n_resamples: int = 4999,
+    seed: int = 0,
+) -> PairedDifference:
+    """The paired comparison of two methods scored on the same prompts: the mean of
+    ``a - b`` with a bootstrap BCa interval (``scipy.stats.bootstrap``, resampling prompts),
+    and the counts of prompts won, lost and tied by ``a``.
+
+    When every difference is equal (for instance all zero: two methods that agree on every
+    prompt) the interval is that single value.
+
+    Args:
+        a: ``(n,)`` the first method's score on each prompt.
+        b: ``(n,)`` the second method's score on the same prompts, in the same order.
+        level: the confidence level, in (0, 1).
+        n_resamples: bootstrap resamples, an integer >= 100.
+        seed: the bootstrap's seed (a build gives the same interval twice).
+
+    Returns:
+        A ``PairedDifference``.
+
+    Raises:
+        ValueError: ``a`` and ``b`` of different lengths, fewer than 2 prompts, not finite;
+            a bad ``level`` or ``n_resamples``.
+    """
+    a = _sample("a", a)
+    b = _sample("b", b)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must score the same prompts, got {a.size} and {b.size} scores")
+    if a.size < 2:
+        raise ValueError(f"a and b must hold at least 2 prompts, got {a.size}")
+    level = _level(level)
+    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    diff = a - b
+    mean = float(np.mean(diff))
+    if np.all(diff == diff[0]):
+        iv = Interval(mean, mean, mean, level, "degenerate (all differences equal)", int(diff.size))
+    else:
+        low, high, method = _bootstrap_mean(diff, level, n_resamples, seed)
+        iv = Interval(mean, low, high, level, method, int(diff.size))
+    return PairedDifference(iv, int(np.sum(diff > 0)), int(np.sum(diff < 0)), int(np.sum(diff == 0)))

@@ -1,0 +1,97 @@
+"""attnclust.claims: verdicts computed from the evidence, and a claim whose evidence
+contradicts its prose fails (ClaimError)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attnclust import claims, stats
+
+
+def iv(est, lo, hi):
+    return stats.Interval(est, lo, hi)
+
+
+@pytest.mark.parametrize("value, bound, approx, kind", [
+    (0.97, 0.95, None, "holds"),
+    (0.94, 0.95, None, "fails"),
+    (0.94, 0.95, 0.02, "approx"),
+    (0.90, 0.95, 0.02, "fails"),
+    (iv(0.9, 0.8, 0.97), 0.5, None, "holds"),
+    (iv(0.5, 0.3, 0.7), 0.5, None, "open"),
+    (iv(0.3, 0.2, 0.4), 0.5, None, "fails"),
+    (iv(0.49, 0.45, 0.495), 0.5, 0.02, "approx"),
+])
+def test_at_least(value, bound, approx, kind):
+    assert claims.at_least(value, bound, approx=approx).kind == kind
+
+
+def test_at_most_mirrors_at_least():
+    assert claims.at_most(0.9, 1.0).kind == "holds"
+    assert claims.at_most(1.1, 1.0).kind == "fails"
+    assert claims.at_most(iv(0.5, 0.4, 0.6), 0.7).kind == "holds"
+    assert claims.at_most(iv(0.5, 0.4, 0.8), 0.7).kind == "open"
+
+
+@pytest.mark.parametrize("value, kind", [
+    (0.886, "holds"), (0.9, "approx"), (0.95, "fails"),
+    (iv(0.886, 0.884, 0.888), "holds"), (iv(0.886, 0.87, 0.9), "open"), (iv(0.95, 0.94, 0.96), "fails"),
+])
+def test_close_to(value, kind):
+    assert claims.close_to(value, 0.886, tol=0.005, approx=0.02).kind == kind
+
+
+def test_verdict_details_say_by_how_much():
+    v = claims.close_to(0.9, 0.886, tol=0.005, approx=0.02)
+    assert "0.014" in v.detail
+    assert "0.01" in claims.at_least(0.94, 0.95, approx=0.02).detail
+
+
+def test_excludes_and_paired_difference():
+    pd = stats.PairedDifference(iv(-0.0075, -0.013, -0.002), 0, 8, 56)
+    assert claims.excludes(pd).kind == "holds"
+    assert claims.excludes(iv(0.0, -0.01, 0.01)).kind == "open"
+    assert claims.holds_if(True).kind == "holds" and claims.holds_if(False, "why").detail == "why"
+
+
+def make(**kw):
+    args = dict(setting=dict(K=2, d=5, L=50, lam=1.0), evidence=dict(x=0.97),
+                verdict=claims.at_least(0.97, 0.95))
+    args.update(kw)
+    return claims.claim("toy-claim", "The toy holds.", **args)
+
+
+def test_claim_record_is_json():
+    c = make(evidence=dict(x=np.float32(0.97), rate=stats.binomial_interval(15, 16), Ls=np.arange(3),
+                           L_inf=float("inf")), paper="alignment")
+    rec = json.loads(json.dumps(c.as_dict()))
+    assert rec["verdict"] == "holds" and rec["setting"]["L"] == 50
+    assert rec["evidence"]["rate"]["n"] == 16 and rec["evidence"]["Ls"] == [0, 1, 2]
+    assert rec["evidence"]["L_inf"] == "inf"
+    assert rec["paper_claim"] == claims.PAPER["alignment"]
+
+
+def test_claim_that_the_evidence_contradicts_fails():
+    with pytest.raises(claims.ClaimError, match="fails"):
+        make(verdict=claims.at_least(0.9, 0.95))
+    # a prose written for "does not hold" states it
+    assert make(verdict=claims.at_least(0.9, 0.95), expect="fails").verdict.kind == "fails"
+    assert make(verdict=claims.at_least(0.94, 0.95, approx=0.02), expect=("holds", "approx"))
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("kw, err", [
+    (dict(setting={}), ValueError),
+    (dict(evidence={}), ValueError),
+    (dict(verdict="holds"), TypeError),
+    (dict(expect="true"), ValueError),
+    (dict(paper="nonexistent"), ValueError),
+    (dict(evidence=dict(x=object())), TypeError),
+    (dict(evidence=dict(x=np.zeros(100))), ValueError),
+])
+def test_claim_bad_input(kw, err):
+    with pytest.raises(err):
+        make(**kw)
+    with pytest.raises(ValueError, match="id"):
+        claims.claim("Not An Id", "s", setting=dict(L=1), evidence=dict(x=1), verdict=claims.holds_if(True))

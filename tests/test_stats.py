@@ -1,0 +1,84 @@
+"""attnclust.stats: the intervals behind the claims ledger, against SciPy and exact cases."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from attnclust import stats
+
+
+def test_binomial_interval_is_clopper_pearson():
+    iv = stats.binomial_interval(5, 16)
+    # Clopper-Pearson from the beta quantiles (an independent formula for the same interval)
+    lo, hi = sps.beta.ppf(0.025, 5, 12), sps.beta.ppf(0.975, 6, 11)
+    assert iv.estimate == 5 / 16 and iv.n == 16
+    assert iv.low == pytest.approx(lo, rel=1e-9) and iv.high == pytest.approx(hi, rel=1e-9)
+    # the extremes: 0 of n and n of n reach 0 and 1
+    assert stats.binomial_interval(0, 16).low == 0 and stats.binomial_interval(16, 16).high == 1
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("k, n", [(17, 16), (-1, 16), (1, 0), (1.5, 4)])
+def test_binomial_interval_bad_counts(k, n):
+    with pytest.raises(ValueError):
+        stats.binomial_interval(k, n)
+
+
+def test_mean_interval_is_student_t():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    iv = stats.mean_interval(x, level=0.9)
+    half = sps.t.ppf(0.95, 3) * np.std(x, ddof=1) / 2
+    assert iv.estimate == pytest.approx(3.5)
+    assert iv.low == pytest.approx(3.5 - half) and iv.high == pytest.approx(3.5 + half)
+    assert stats.mean_interval([2.0, 2.0, 2.0]).width == 0
+
+
+@given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30))
+def test_mean_interval_contains_the_mean(xs):
+    iv = stats.mean_interval(xs)
+    assert iv.low <= iv.estimate <= iv.high
+
+
+def test_paired_difference_counts_and_interval():
+    rng = np.random.default_rng(0)
+    b = rng.uniform(0.8, 1.0, 64)
+    a = b - 0.01 + rng.normal(0, 0.003, 64)   # a is worse by 0.01 on average
+    pd = stats.paired_difference(a, b)
+    assert pd.wins + pd.losses + pd.ties == 64
+    assert pd.difference.high < 0 and pd.difference.contains(float(np.mean(a - b)))
+    # the interval is the bootstrap's: it shrinks like 1/sqrt(n) (std 0.003 / 8 = 0.000375)
+    assert 0.0005 < pd.difference.width < 0.004
+    # same seed, same interval; equal scores give the degenerate interval [0, 0]
+    assert stats.paired_difference(a, b) == pd
+    same = stats.paired_difference(b, b)
+    assert (same.difference.low, same.difference.high, same.ties) == (0.0, 0.0, 64)
+
+
+def test_paired_difference_with_few_distinct_values_is_finite():
+    # ARI-like scores that are mostly 1: BCa is undefined on such data; the percentile interval is used
+    a = np.ones(32)
+    b = np.ones(32)
+    b[:2] = 0.9
+    pd = stats.paired_difference(a, b)
+    assert np.isfinite(pd.difference.low) and pd.difference.high >= pd.difference.estimate > 0
+    assert (pd.wins, pd.losses) == (2, 0)
+
+
+@pytest.mark.bad_input
+def test_paired_difference_bad_input():
+    with pytest.raises(ValueError, match="same prompts"):
+        stats.paired_difference([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="finite"):
+        stats.paired_difference([1.0, np.nan], [1.0, 2.0])
+    with pytest.raises(ValueError, match="level"):
+        stats.mean_interval([1.0, 2.0], level=1.5)
+
+
+def test_interval_format_shows_estimate_and_interval():
+    iv = stats.Interval(0.98312, 0.978, 0.9881, 0.95, "t", 64)
+    assert f"{iv:.3f}" == "0.983 (95% CI 0.978 to 0.988)"
+    assert f"{iv.low:.2f}" == "0.98"
+    with pytest.raises(ValueError, match="low must be <= high"):
+        stats.Interval(1.0, 2.0, 1.0)
