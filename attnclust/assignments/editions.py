@@ -7,7 +7,8 @@ exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title
 ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
 ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
-both, visible, so students can check themselves, unless the student edition is made with
+both, visible, so students can check themselves (in the student edition a check says "not
+answered yet" while its answer is still ``None``), unless the student edition is made with
 ``hidden_checks`` (for graded use): each check cell then keeps only its header line and says
 in words what it verifies (the chapter's ``# verifies:`` lines), without the code and the
 expected values. The instructor edition and the autograder material always keep the
@@ -21,6 +22,7 @@ crashes the HTML build on gated solutions, and it only concerns HTML anyway.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -28,8 +30,8 @@ import nbformat
 from .markdown import to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
-__all__ = ["STARTER_MARK", "autograder_material", "hidden_check_source", "instructor_notebook",
-           "student_notebook", "write_editions"]
+__all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
+           "instructor_notebook", "student_notebook", "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -79,6 +81,18 @@ def hidden_check_source(source: str, ex: Exercise) -> str:
             f"# What the grader verifies: {words.rstrip('.')}.\n"
             "# The check itself runs when your notebook is graded; this edition does not "
             "show it.")
+
+
+def guarded_check_source(source: str, ex: Exercise) -> str:
+    """A visible check cell of the student edition: the chapter's check, run only once the
+    answer is set; before that (the starter cell leaves ``None``) it says "not answered
+    yet" instead of failing inside the check with an unrelated error."""
+    header, _, body = source.lstrip("\n").partition("\n")
+    label, _ = check_header(header)
+    return (f"{header}\n"
+            f"if {ex.variable} is None:\n"
+            f"    print(\"{label}: not answered yet (store your answer in {ex.variable})\")\n"
+            "else:\n" + textwrap.indent(body.strip("\n") or "pass", "    ", lambda line: True))
 
 
 def _prompt(ex: Exercise, hidden: bool = False) -> str:
@@ -146,7 +160,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
                                            {"attnclust": {"solution": p.label}}))
         elif p.kind == "check":
             flush()
-            source = hidden_check_source(p.source, ex) if hidden else p.source
+            source = (hidden_check_source(p.source, ex) if hidden else
+                      guarded_check_source(p.source, ex) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
     flush()
     return nb

@@ -187,7 +187,14 @@ def _role(m: re.Match, refs: References) -> str:
     return m[0]
 
 
+_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
+
+
 def _quote(head: str, body: str) -> str:
+    """A theorem-like box as a block quote. Each display equation is put on one line first:
+    Jupyter takes the mathematics out before it renders the Markdown, so the quote's ``>``
+    markers inside a multi-line ``$$`` block would be typeset as ">" glyphs."""
+    body = _DISPLAY_MATH.sub(lambda m: " ".join(m.group(0).split()), body)
     lines = f"{head} {body}".strip().split("\n")
     return "\n".join("> " + line if line.strip() else ">" for line in lines)
 
