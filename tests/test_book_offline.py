@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -25,7 +26,10 @@ def math_book(root: Path) -> Path:
     make_book(root, "print(1)")
     page = root / "chapters" / "page.md"
     page.write_text(page.read_text() + "\nThe risk $\\E\\|x - T(x)\\|^2$ in $\\R^d$.\n"
-                    "\n```{code-cell} python3\nimport math\n```\n")
+                    "\n```{code-cell} python3\nimport math\n```\n"
+                    "\n```{code-cell} python3\nfrom myst_nb import glue\n"
+                    "glue('the_ratio', 2 / 3, display=False)\n```\n"
+                    "\nThe ratio is {glue:text}`the_ratio:.3f`.\n")
     return root
 
 LAUNCH = re.compile(r"mybinder\.org|colab\.research\.google\.com|thebe-launch-button")
@@ -47,8 +51,15 @@ def test_real_config_has_no_repository_and_serves_mathjax(tmp_path):
     assert "cdn.jsdelivr.net" not in html
     assert not LAUNCH.search(html), LAUNCH.search(html)
     assert "github.com/" not in html  # no repository button either
-    # the setup cell (an import) is collapsed, the cell that prints is not
-    assert html.count("tag_hide-input") == 1 and "Show code cell source" in html
+    # the setup cells (an import; a glue) are collapsed, the cell that prints is not
+    assert html.count("tag_hide-input") == 2 and "Show code cell source" in html
+    # the download button's notebook is the reader edition: values and roles resolved
+    assert 'href="../_sources/chapters/page.ipynb"' in html
+    reader = nbformat.read(root / "_build" / "html" / "_sources" / "chapters" / "page.ipynb", 4)
+    text = "\n".join(c.source for c in reader.cells if c.cell_type == "markdown")
+    assert "The ratio is 0.667." in text, text
+    assert "{glue" not in text and "Reader edition" in text
+    assert "\\newcommand{\\R}" in text  # the book's macros are defined
 
 
 def test_configured_repository_brings_the_buttons_back(tmp_path):

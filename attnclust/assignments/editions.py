@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
 
-from .markdown import to_jupyter
+from .markdown import References, to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
-           "instructor_notebook", "student_notebook", "write_editions"]
+           "instructor_notebook", "reader_notebook", "student_notebook", "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -176,6 +177,23 @@ def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.
 def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
     """The whole chapter with its reference solutions, as a clean notebook."""
     return _assemble(chapter, student=False)
+
+
+READER_NOTE = ("*Reader edition of the chapter `{stem}` of the attnclust book*, made from the "
+               "executed book: the numbers in the text are those of the book's build; the code "
+               "cells compute them again when you run the notebook. Solutions to the exercises "
+               "follow each exercise.")
+
+
+def reader_notebook(chapter: Chapter, glued: dict[str, dict]) -> nbformat.NotebookNode:
+    """The chapter as a notebook for reading and running (the download button of each page,
+    chapter "Preface"): the instructor edition's Markdown, with the numbers the build glued
+    (``glued``: name -> MIME bundle, as myst-nb writes ``<page>.glue.json``) in the text."""
+    refs = replace(chapter.refs or References(), glued=dict(glued))
+    nb = _assemble(replace(chapter, refs=refs), student=False)
+    macros = refs.macro_definitions()
+    nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
+    return nb
 
 
 MATERIAL_FORMAT = 2
