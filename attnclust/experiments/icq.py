@@ -1,0 +1,160 @@
+"""Experiments of the chapter "In-context quantization experiments" (chapters/icq_experiments.md)
+computed when the book is built: the paired benchmark at the default setting and where
+identity attention stops quantizing; and reading the scaling sweeps, which are committed
+(``attnclust.experiments.icq_sweeps``, ``python -m attnclust experiment icq-sweeps``).
+
+Default setting (``icq_sweeps.K``, ...): K = 2 equal-weight orthogonal centroids of norm
+r = 2 drawn afresh for every prompt, d = 5, sigma = 0.5, L = 50.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jax
+import numpy as np
+
+from .. import _validate as v
+from .. import benchmark, symbolic, temperature
+from .icq_sweeps import D, K, L, R, SIGMA
+
+SIZES = {
+    # prompts of the default benchmark and of the regimes experiment
+    "small": dict(n=64, n_regime=32),
+    "full": dict(n=512, n_regime=256),
+    "test": dict(n=4, n_regime=3),
+}
+
+REGIME_DS = (5, 10, 20, 50, 100, 200, 400)
+"""Dimensions of the regimes experiment (L = 50)."""
+
+
+@lru_cache(maxsize=None)
+def default_benchmark(size: str = "small", d: int = D) -> benchmark.Benchmark:
+    """Every method of ``benchmark.default_methods`` on the same ``SIZES[size]["n"]`` in-context
+    prompts of the default setting (dimension ``d``)."""
+    n = SIZES[v.one_of("size", size, SIZES)]["n"]
+    prompts = benchmark.in_context_prompts(jax.random.PRNGKey(14), K, d, R, SIGMA, n, L)
+    return benchmark.run(jax.random.PRNGKey(15), prompts)
+
+
+@dataclass(frozen=True)
+class Regimes:
+    """Identity attention against the dimension at L = 50 (default otherwise).
+
+    Attributes:
+        ds: (m,) dimensions.
+        lam_bound: (m,) the large-L bound's best lam at (r, sigma, d).
+        self_weight_bound: (m,) mean weight w_ll a token gives its own key, at lam_bound.
+        self_weight_sure: (m,) the same at the label-free lam (one layer, unmasked).
+        self_weight_predicted: (m,) ``self_weight_estimate`` at lam_bound.
+        D_bound, D_sure, D_masked: (m,) distortion of one layer at lam_bound, at the
+            label-free lam, and self-masked at its label-free lam.
+        D_labels: (m,) distortion of the true clusters' means (each token replaced by the mean
+            of its own cluster in the prompt: the best a partition can give; an oracle).
+        floor: (m,) distortion of the raw tokens (about d sigma^2).
+        D_mean: (m,) distortion of the prompt's mean used for every token (the one-point
+            quantizer, identity attention's lam -> 0 limit).
+        lam_sure, lam_masked: (m,) median label-free lam, unmasked and self-masked.
+        d_star: (r/sigma)^2 log(L pi): the dimension beyond which the unmasked layer cannot
+            both ignore its own key and tell the clusters apart (prop-icq-self-weight).
+        d_star_masked: (r/sigma)^4: the same for the self-masked layer.
+        n: prompts per dimension.
+    """
+
+    ds: np.ndarray
+    lam_bound: np.ndarray
+    self_weight_bound: np.ndarray
+    self_weight_sure: np.ndarray
+    self_weight_predicted: np.ndarray
+    D_bound: np.ndarray
+    D_sure: np.ndarray
+    D_masked: np.ndarray
+    D_labels: np.ndarray
+    floor: np.ndarray
+    D_mean: np.ndarray
+    lam_sure: np.ndarray
+    lam_masked: np.ndarray
+    d_star: float
+    d_star_masked: float
+    n: int
+
+
+def self_weight_estimate(lam: float, sigma: float, d: int, L: int, pi: float) -> float:
+    """The weight a token gives its own key, estimated as in prop-icq-self-weight:
+    1 / (1 + (L pi - 1) exp(-lam sigma^2 d (1 - lam sigma^2 / 2))). The exponent is the mean
+    gap -lam sigma^2 d between the logit of a same-cluster key and the token's own, plus the
+    log-moment lam^2 sigma^4 d / 2 of the noise in the cross term; other clusters' keys are
+    neglected."""
+    t = lam * sigma**2
+    return 1.0 / (1.0 + (L * pi - 1) * math.exp(-t * d * (1 - t / 2)))
+
+
+@lru_cache(maxsize=None)
+def regimes(size: str = "small") -> Regimes:
+    """Identity attention against d (``REGIME_DS``, L = 50): the weight of the own key, and
+    the distortion at the bound's lam, at the label-free lam, self-masked, beside the two trivial quantizers (raw tokens, prompt mean) and the true clusters' means."""
+    from ..mixture import orthogonal_mixture, sample
+
+    n = SIZES[v.one_of("size", size, SIZES)]["n_regime"]
+    cols = {k: [] for k in ("lam_bound", "sw_bound", "sw_sure", "sw_pred", "D_bound", "D_sure", "D_masked",
+                            "D_labels", "floor", "D_mean", "lam_sure", "lam_masked")}
+    # One draw in the largest dimension; its first d coordinates are a draw of the same
+    # mixture in dimension d (centroids r e_1, r e_2), so every d reuses one sample (and the
+    # dimensions are compared on nested prompts). By prop-icq-equivariance fixed centroids
+    # give the law of in-context prompts.
+    big = orthogonal_mixture(K=K, d=max(REGIME_DS), r=R, sigma=SIGMA)
+    X_all, lab_all = sample(jax.random.PRNGKey(100), big, n, L)
+    X_all, lab_all = np.asarray(X_all), np.asarray(lab_all)
+    for d in REGIME_DS:
+        cents = np.broadcast_to(np.asarray(big.centroids)[:, :d], (n, K, d))
+        p = benchmark.Prompts(X_all[..., :d], lab_all, cents, K, SIGMA, R)
+        own = p.own_centroids()
+
+        def dist(Z):
+            return float(np.mean(np.sum((np.asarray(Z, np.float64) - own) ** 2, -1)))
+
+        lam_b = symbolic.best_lambda_bound(R, SIGMA, d)["lam_bound"]
+        w_b = np.asarray(temperature._weights(p.X, np.full(n, lam_b, np.float32), False))
+        sure = temperature.sure_lambda(p.X, K)
+        w_s = np.asarray(temperature._weights(p.X, sure.lam.astype(np.float32), False))
+        masked = temperature.sure_lambda(p.X, K, mask_self=True)
+        one = (p.labels[..., None] == np.arange(K)).astype(np.float64)  # (n, L, K)
+        means = np.einsum("nlk,nld->nkd", one, p.X) / np.maximum(one.sum(1), 1)[..., None]
+        cols["lam_bound"].append(lam_b)
+        cols["sw_bound"].append(float(np.mean(np.diagonal(w_b, axis1=1, axis2=2))))
+        cols["sw_sure"].append(float(np.mean(np.diagonal(w_s, axis1=1, axis2=2))))
+        cols["sw_pred"].append(self_weight_estimate(lam_b, SIGMA, d, L, 1.0 / K))
+        cols["D_bound"].append(dist(temperature.identity_layer(p.X, lam_b)))
+        cols["D_sure"].append(dist(sure.outputs))
+        cols["D_masked"].append(dist(masked.outputs))
+        cols["D_labels"].append(dist(np.take_along_axis(means, p.labels[..., None], 1)))
+        cols["floor"].append(dist(p.X))
+        cols["D_mean"].append(dist(np.broadcast_to(p.X.mean(1, keepdims=True), p.X.shape)))
+        cols["lam_sure"].append(float(np.median(sure.lam)))
+        cols["lam_masked"].append(float(np.median(masked.lam)))
+    a = {k: np.asarray(x) for k, x in cols.items()}
+    rho2 = (R / SIGMA) ** 2
+    return Regimes(np.asarray(REGIME_DS), a["lam_bound"], a["sw_bound"], a["sw_sure"], a["sw_pred"],
+                   a["D_bound"], a["D_sure"], a["D_masked"], a["D_labels"], a["floor"], a["D_mean"],
+                   a["lam_sure"], a["lam_masked"], rho2 * math.log(L / K), rho2**2, n)
+
+
+def sweep_series(data: dict, axis: str, method: str, metric: str, *, unequal: bool = False):
+    """From the ``icq-sweeps`` data: the values of ``axis`` and the method's ``metric``
+    ("ari", "distortion", "ari_vs_ref", "distortion_vs_ref") as arrays (values, estimate,
+    low, high); "distortion" is divided by the point's noise floor."""
+    rows = [p for p in data["points"] if axis in p["axes"] and p["unequal"] == unequal]
+    key = "sigma" if axis == "r/sigma" else axis
+    rows.sort(key=lambda p: p[key] if axis != "r/sigma" else -p[key])
+    x = np.array([p["r"] / p["sigma"] if axis == "r/sigma" else p[key] for p in rows], float)
+    est, low, high = [], [], []
+    for p in rows:
+        m = p["methods"][method][metric]
+        scale = p["noise_floor"] if metric == "distortion" else 1.0
+        est.append(m["estimate"] / scale)
+        low.append(m["low"] / scale)
+        high.append(m["high"] / scale)
+    return x, np.array(est), np.array(low), np.array(high)
