@@ -7,7 +7,7 @@ Data (``attnclust.digits.split_digits``): the images of the classes, split into 
 and a test half, projected on the top d principal directions of the training half and
 centred at its mean. A prompt is L test images drawn with replacement; its "centroids" are
 the class means of the test half. The two-head layer (H = K heads, lam = 1) is trained on
-prompts of training images with ``SEEDS`` seeds; each test prompt is scored by the mean of its
+prompts of training images with ``SIZES[size]["seeds"]`` seeds (16 at full size); each test prompt is scored by the mean of its
 ARI (and distortion) over the seeds. There is no sigma or r, so the oracle that needs them is
 left out; the oracles that see the class means (best lam, nearest class mean) stay.
 
@@ -78,6 +78,7 @@ def _trained_scores(thetas, p: benchmark.Prompts):
     """The trained layer's scores on the prompts, averaged over seeds, and each seed's mean ARI."""
     aris, dists = [], []
     own = p.own_centroids()
+    two_head_layer(thetas[0], p.X, LAM)  # compile before timing
     t0 = time.perf_counter()
     for th in thetas:
         T = np.asarray(two_head_layer(th, p.X, LAM), np.float64)
