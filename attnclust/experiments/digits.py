@@ -32,6 +32,8 @@ from ..metrics import adjusted_rand, head_assignments
 from ..train import fit_sampler
 from . import committed
 
+__all__ = ["PAIRS", "TRAINED", "LAM", "digits_benchmark"]
+
 PAIRS = tuple(itertools.combinations(range(10), 2))
 """The 45 pairs of digits."""
 
