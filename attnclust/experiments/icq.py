@@ -10,6 +10,7 @@ r = 2 drawn afresh for every prompt, d = 5, sigma = 0.5, L = 50.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,6 +20,11 @@ import numpy as np
 from .. import _validate as v
 from .. import benchmark, symbolic, temperature
 from .icq_sweeps import D, K, L, R, SIGMA
+
+__all__ = [
+    "REGIME_DS", "TRAINED", "Regimes", "closing_tables", "default_benchmark", "default_prompts", "regimes",
+    "self_weight_estimate", "sweep_series", "trained_theta",
+]
 
 SIZES = {
     # prompts of the default benchmark and of the regimes experiment
@@ -31,13 +37,53 @@ REGIME_DS = (5, 10, 20, 50, 100, 200, 400)
 """Dimensions of the regimes experiment (L = 50)."""
 
 
+TRAINED = "two-head layer, trained on r e_1, r e_2"
+"""The trained two-head layer's name in the benchmark: trained on the fixed mixture
+(centroids r e_1, r e_2), it is scored on in-context prompts like every other method."""
+
+TRAIN_STEPS = {"small": 2000, "full": 2000, "test": 100}
+
+
 @lru_cache(maxsize=None)
-def default_benchmark(size: str = "small", d: int = D) -> benchmark.Benchmark:
-    """Every method of ``benchmark.default_methods`` on the same ``SIZES[size]["n"]`` in-context
-    prompts of the default setting (dimension ``d``)."""
+def trained_theta(seed: int = 0, steps: int = 2000) -> np.ndarray:
+    """The two-head layer trained by ``attnclust.fit`` on the book's default fixed mixture
+    (r e_1, r e_2; lam = 1, ``steps`` steps, batch 32, L = 50): (2, d)."""
+    from ..mixture import orthogonal_mixture
+    from ..train import fit
+
+    mixture = orthogonal_mixture(K=K, d=D, r=R, sigma=SIGMA)
+    return np.asarray(fit(jax.random.PRNGKey(seed), mixture, lam=1.0, steps=steps, progress=False).theta)
+
+
+@lru_cache(maxsize=None)
+def default_prompts(size: str = "small") -> benchmark.Prompts:
+    """The ``SIZES[size]["n"]`` in-context prompts of the default setting that the chapter's
+    benchmark and its distortion curves share."""
     n = SIZES[v.one_of("size", size, SIZES)]["n"]
-    prompts = benchmark.in_context_prompts(jax.random.PRNGKey(14), K, d, R, SIGMA, n, L)
-    return benchmark.run(jax.random.PRNGKey(15), prompts)
+    return benchmark.in_context_prompts(jax.random.PRNGKey(14), K, D, R, SIGMA, n, L)
+
+
+@lru_cache(maxsize=None)
+def default_benchmark(size: str = "small") -> benchmark.Benchmark:
+    """Every method of ``benchmark.default_methods`` on ``default_prompts(size)``, with the
+    trained two-head layer (``trained_theta``, one training seed; labels
+    argmax_h <theta_h, x>^2, representatives its outputs T(X)) added on the same prompts."""
+    from ..attention import two_head_layer
+    from ..metrics import adjusted_rand, head_assignments
+
+    p = default_prompts(size)
+    bench = benchmark.run(jax.random.PRNGKey(15), p)
+    theta = trained_theta(steps=TRAIN_STEPS[size])
+    two_head_layer(theta, p.X, 1.0)  # compile before timing
+    t0 = time.perf_counter()
+    T = np.asarray(two_head_layer(theta, p.X, 1.0), np.float64)
+    labels = np.asarray(head_assignments(theta, p.X))
+    seconds = time.perf_counter() - t0
+    scores = benchmark.MethodScores(
+        TRAINED, "1 training seed", False, np.asarray(adjusted_rand(p.labels, labels), np.float64),
+        np.mean(np.sum((T - p.own_centroids()) ** 2, -1), -1), seconds / p.n, None,
+        np.array([len(np.unique(x)) for x in labels]))
+    return bench.with_scores(scores)
 
 
 @dataclass(frozen=True)
@@ -158,3 +204,60 @@ def sweep_series(data: dict, axis: str, method: str, metric: str, *, unequal: bo
         low.append(m["low"] / scale)
         high.append(m["high"] / scale)
     return x, np.array(est), np.array(low), np.array(high)
+
+
+def _cell(m: dict, spec: str = ".3f", scale: float = 1.0) -> str:
+    return f"{m['estimate'] / scale:{spec}} [{m['low'] / scale:{spec}}, {m['high'] / scale:{spec}}]"
+
+
+def _diff_cell(m: dict | None, spec: str = "+.3f") -> str:
+    if m is None:
+        return "(reference)"
+    return f"{m['estimate']:{spec}} [{m['low']:{spec}}, {m['high']:{spec}}] ({m['wins']}/{m['losses']})"
+
+
+def closing_tables(data: dict, ds=(5, 50, 200)) -> str:
+    """Markdown tables of the ``icq-sweeps`` data at the default setting with d in ``ds``
+    (equal weights): per method and d, the mean ARI and its paired difference to k-means;
+    the distortion over the noise floor and its paired difference (in units of the noise
+    floor); the median lam and the time per prompt; and the label-free lam against the
+    oracle's best and the bound's lam."""
+    pts = []
+    for d in ds:
+        pts.append(next(p for p in data["points"] if "d" in p["axes"] and p["d"] == d and not p["unequal"]))
+    names = list(pts[0]["methods"])
+
+    def label(name):
+        return f"**oracle**: {name}" if pts[0]["methods"][name]["oracle"] else name
+
+    sep = "|---|" + "---|" * (2 * len(ds))
+    out = []
+    tables = (
+        ("ARI [95% CI]", "ARI - k-means [95% CI] (above/below)",
+         lambda p, m: _cell(m["ari"]), lambda p, m: _diff_cell(m["ari_vs_ref"], "+.4f")),
+        ("distortion / noise floor [95% CI]", "distortion - k-means, / noise floor [95% CI] (above/below)",
+         lambda p, m: _cell(m["distortion"], scale=p["noise_floor"]),
+         lambda p, m: _diff_cell(None if m["distortion_vs_ref"] is None else
+                                 {**m["distortion_vs_ref"], **{k: m["distortion_vs_ref"][k] / p["noise_floor"]
+                                                               for k in ("estimate", "low", "high")}})),
+        ("median lam", "ms per prompt",
+         lambda p, m: "" if m["lam_median"] is None else f"{m['lam_median']:.3g}",
+         lambda p, m: f"{1e3 * m['time_per_prompt']:.3g}"),
+    )
+    for first, second, f1, f2 in tables:
+        cols = [c for d in ds for c in (f"d = {d}: {first}", f"d = {d}: {second}")]
+        lines = ["| method | " + " | ".join(cols) + " |", sep]
+        for name in names:
+            cells = [c for p in pts for c in (f1(p, p["methods"][name]), f2(p, p["methods"][name]))]
+            lines.append(f"| {label(name)} | " + " | ".join(cells) + " |")
+        out.append("\n".join(lines))
+    lines = ["| d | prompts | median label-free lam (1 layer) | its ratio to the oracle's best lam (median) "
+             "| median label-free lam, self-masked | median oracle's best lam | bound's lam (oracle sigma, r) "
+             "| median sigma_hat^2 / sigma^2 | load average |", "|---|" + "---|" * 8]
+    for p in pts:
+        lp, lb = np.asarray(p["lam_protocol"]), np.asarray(p["lam_best"])
+        lines.append(f"| {p['d']} | {p['n']} | {np.median(lp):.3g} | {np.median(lp / lb):.3g} "
+                     f"| {np.median(p['lam_protocol_masked']):.3g} | {np.median(lb):.3g} | {p['lam_bound']:.3g} "
+                     f"| {p['sigma2_hat_median'] / p['sigma'] ** 2:.3f} | {p['load_before']:.1f} |")
+    out.append("\n".join(lines))
+    return "\n\n".join(out)
