@@ -51,6 +51,11 @@ def test_committed_sweeps_hold_every_method_at_every_point():
         assert np.all(np.diff(x) > 0) and np.all(lo <= est) and np.all(est <= hi)
     table = E.closing_tables(data)
     assert table.count("**oracle**") == 3 * 3 and "| 200 |" in table
+    p0 = data["points"][0]
+    rows = E.summary_table(p0).split("\n")[2:]
+    assert len(rows) == len(names) and sum(r.startswith("| **oracle**") for r in rows) == 3
+    km = next(r for r in rows if r.startswith(f"| {B.KMEANS} |"))
+    assert "(reference)" in km and f"{p0['methods'][B.KMEANS]['ari']['estimate']:.3f} [" in km
 
 
 def test_committed_digits_benchmark():

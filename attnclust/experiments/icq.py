@@ -22,7 +22,7 @@ from .. import benchmark, symbolic, temperature
 from .icq_sweeps import D, K, L, R, SIGMA
 
 __all__ = [
-    "REGIME_DS", "TRAINED", "Regimes", "closing_tables", "default_benchmark", "default_prompts", "regimes",
+    "REGIME_DS", "TRAINED", "Regimes", "closing_tables", "summary_table", "default_benchmark", "default_prompts", "regimes",
     "self_weight_estimate", "sweep_series", "trained_theta",
 ]
 
@@ -214,6 +214,22 @@ def _diff_cell(m: dict | None, spec: str = "+.3f") -> str:
     if m is None:
         return "(reference)"
     return f"{m['estimate']:{spec}} [{m['low']:{spec}}, {m['high']:{spec}}] ({m['wins']}/{m['losses']})"
+
+
+def summary_table(summary: dict, *, spec: str = ".3f") -> str:
+    """A Markdown table of one ``benchmark.summary_data`` record (as stored in a results
+    file): per method (oracles marked), the mean ARI and distortion with their 95% intervals,
+    the paired differences to the reference with their bootstrap intervals and the number of
+    prompts above/below it, the median lam and the time per prompt."""
+    lines = [f"| method | sees | ARI [95% CI] | ARI - {summary['reference']} [95% CI] (above/below) "
+             f"| distortion [95% CI] | distortion - {summary['reference']} [95% CI] (above/below) "
+             "| median lam | ms / prompt |", "|" + "---|" * 8]
+    for name, m in summary["methods"].items():
+        lam = "" if m["lam_median"] is None else f"{m['lam_median']:.3g}"
+        lines.append(f"| {'**oracle**: ' + name if m['oracle'] else name} | {m['sees']} | {_cell(m['ari'], spec)} "
+                     f"| {_diff_cell(m['ari_vs_ref'], '+' + spec)} | {_cell(m['distortion'], spec)} "
+                     f"| {_diff_cell(m['distortion_vs_ref'], '+' + spec)} | {lam} | {1e3 * m['time_per_prompt']:.3g} |")
+    return "\n".join(lines)
 
 
 def closing_tables(data: dict, ds=(5, 50, 200)) -> str:
