@@ -44,8 +44,9 @@ LAM = 1.0
 """The trained layer's temperature (the book's default)."""
 
 SIZES = {
-    "full": dict(pair_ds=(5, 20), pair_n=32, pair_L=50, ten_ds=(2, 5, 10, 20, 40, 64), ten_n=64, ten_L=100,
-                 seeds=16, steps=1000, batch=16, pairs=PAIRS),
+    # sized for the shared 2-core CPU (about half an hour there); an accelerator affords more
+    "full": dict(pair_ds=(5, 20), pair_n=16, pair_L=50, ten_ds=(2, 5, 20, 64), ten_n=32, ten_L=100,
+                 seeds=16, steps=400, batch=8, pairs=PAIRS),
     "small": dict(pair_ds=(5,), pair_n=4, pair_L=50, ten_ds=(5,), ten_n=4, ten_L=100,
                   seeds=2, steps=40, batch=4, pairs=PAIRS[:2]),
 }
