@@ -6,7 +6,8 @@ The numbers come from ``attnclust.experiments.icq`` (computed at build time, cac
 size: the paired benchmark, the regimes against d), from :func:`results` below (distortion
 against lam, stacked layers, the trained layer; on the benchmark's own prompts) and from the
 committed results file ``results/icq-sweeps.json`` (``attnclust.experiments.icq_sweeps``).
-In every figure the label-free methods are drawn in colour and the oracles in grey, hatched.
+In every figure the label-free methods are drawn in colour and the oracles in grey with hollow
+markers (and on a shaded row in the benchmark's figure).
 Setting: K = 2 equal-weight orthogonal centroids of norm r = 2 redrawn for every prompt,
 d = 5, sigma = 0.5, L = 50, unless a figure says otherwise.
 """
