@@ -60,3 +60,17 @@ def test_every_figure_draws_at_test_size():
         fig = f(size="test")
         assert isinstance(fig, plt.Figure)
         plt.close(fig)
+
+
+def test_digits_pair_matrix_holds_every_pair_once():
+    from attnclust import benchmark as B
+
+    dat = digits.data()
+    d = next(iter(dat["pairs"]))
+    M = digits.pair_matrix(d, B.IDENTITY)
+    off = ~np.eye(10, dtype=bool)
+    assert np.all(np.isnan(np.diag(M))) and np.all(np.isfinite(M[off]))
+    np.testing.assert_array_equal(M, M.T)
+    row = dat["pairs"][d]["per"][-1]
+    a, b = row["classes"]
+    assert M[b, a] == row["methods"][B.IDENTITY]["ari_vs_ref"]["estimate"]
