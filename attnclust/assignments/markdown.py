@@ -16,6 +16,9 @@ what the HTML book shows in their place, taken from the book's own sources
   that glues it and appears only in the HTML book (the editions' first cell says so); in
   the reader edition, made from the executed book, the value itself
   (:attr:`References.glued`, :func:`glued_text`);
+- ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
+  states it (``attnclust.claims``) and shown in the HTML book; in the reader edition, the
+  sentence the build glued (``claim:<id>``);
 - ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
   ``{bibliography}`` and MyST targets ``(label)=`` are dropped;
 - the book's MathJax macros (``_config.yml``) are defined once, in the first cell.
@@ -191,6 +194,9 @@ def _role(m: re.Match, refs: References) -> str:
         if name in refs.glued:
             return glued_text(refs.glued[name], spec, markdown=role == "glue:md")
         return f"`{name}`"
+    if role == "claim":
+        glued = refs.glued.get(f"claim:{target}")
+        return glued_text(glued, markdown=True) if glued else f"(claim `{target}`)"
     if role.startswith("cite"):
         return "(" + "; ".join(refs.citations.get(k.strip(), k.strip()) for k in target.split(",")) + ")"
     if text:
