@@ -36,7 +36,7 @@ def _pool_moments(lam, Pq, Pk):
 @jax.custom_vjp
 def rank_one_softmax_pool(lam, Pq, Pk):
     """sum_k softmax_k(lam Pq_q Pk_k) Pk_k for every query q: the pooling of one rank-one
-    head (chapter "Attention as soft pooling", chapters/attention.md, def-rank-one-heads). Shapes: lam scalar, Pq (..., Q), Pk (..., K) -> (..., Q).
+    head (chapter "Attention as soft pooling", chapters/attention.md, def-two-head-layer). Shapes: lam scalar, Pq (..., Q), Pk (..., K) -> (..., Q).
 
     The output is ext_q + E_q[Pk - ext_q] with the exact shift of ``_shifted_weights``.
     The gradient is written by hand (``jax.custom_vjp``) from the derivatives of a softmax

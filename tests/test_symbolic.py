@@ -1,4 +1,4 @@
-"""Symbolic-versus-numeric tests for attnclust.symbolic (the closed forms of the chapters
+"""Symbolic-versus-numeric tests for the package attnclust.symbolic (the closed forms of the chapters
 "Attention as soft pooling", "The two-head layer and its population risk" and "In-context
 quantization with identity attention": chapters/attention.md, population_risk.md,
 quantization.md).
@@ -23,46 +23,44 @@ from attnclust import symbolic as S
 
 
 # --------------------------------------------------------------------------------------
-# The checks the chapters call, and that they can fail
+# The symbolic objects other pages reuse
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "check",
-    ["check_tilting_lemma", "check_head_output", "check_identity_limit",
-     "check_aligned_reduction", "check_tilt", "check_distortion"],
-)
-def test_checks_pass(check):
-    assert getattr(S, check)() is True
-
-
-def test_checks_detect_a_wrong_closed_form():
-    # The simplify-based checks are not vacuous: a closed form with a wrong constant
-    # does not simplify to the derived one.
+def test_tilting_lemma_integrals_are_the_closed_forms():
+    # the integrals sympy returns simplify to the closed forms; a wrong constant does not
     L = S.tilting_lemma()
     sy = L.symbols
-    wrong_mgf = sp.exp(sy["t"] * sy["m"] + sy["t"] ** 2 * sy["s"] ** 2)  # missing 1/2
-    assert sp.simplify(L.mgf - wrong_mgf) != 0
-    wrong_mean = sy["m"] + sy["t"] * sy["s"]
-    assert sp.simplify(L.tilted_mean - wrong_mean) != 0
-    D = S.head_output_derivation()
-    wrong = D.coef_closed + D.symbols["s"] * D.symbols["q"]  # doubled tilt term
-    assert sp.simplify(D.coef_derived - wrong.rewrite(sp.exp)) != 0
+    assert sp.simplify(L.mgf - L.mgf_closed) == 0
+    assert sp.simplify(L.tilted_mean - L.tilted_mean_closed) == 0
+    assert sp.simplify(L.weight_derived - L.weight_closed.rewrite(sp.exp)) == 0
+    assert sp.simplify(L.mgf - sp.exp(sy["t"] * sy["m"] + sy["t"] ** 2 * sy["s"] ** 2)) != 0
+    assert sp.simplify(L.tilted_mean - (sy["m"] + sy["t"] * sy["s"])) != 0
+
+
+def test_head_coefficient_expr_is_the_head_limit_of_the_library():
+    # the symbolic phi_h (used by the aligned and tilt integrands) against ac.head_output_limit
+    th = sp.symbols("a_1:4", real=True)
+    zz = sp.symbols("z_1:4", real=True)
+    lam, sigma = sp.symbols("lambda sigma", positive=True)
+    rng = np.random.default_rng(3)
+    mus = rng.normal(size=(2, 3))
+    w = np.array([0.3, 0.7])
+    phi = S.head_coefficient_expr(th, zz, mus.tolist(), w.tolist(), lam, sigma)
+    f = S.lambdify_expr((*th, *zz, lam, sigma), phi)
+    theta = rng.normal(size=(2, 3)) * 0.8
+    z = rng.normal(size=(4, 3))
+    ours = sum(np.outer(f(*theta[h], *z.T, 0.9, 0.6), theta[h]) for h in range(2))
+    lib = np.asarray(A.head_output_limit(jnp.asarray(theta), jnp.asarray(z), A.GaussianMixture(w, mus, 0.6), 0.9))
+    np.testing.assert_allclose(ours, lib, rtol=1e-5, atol=1e-5)  # float32 library
 
 
 def test_expressions_render_to_latex():
     # the chapters display these with sympy.latex
-    exprs = [S.tilting_lemma().weight_closed, S.head_output_derivation().coef_closed,
-             *S.identity_limit_derivation().Q_closed, S.aligned_reduction().f,
-             S.aligned_reduction().fixed_point_equation, S.aligned_reduction().dg_integrand,
-             S.tilt_derivation().d_e1, S.distortion_derivation().bound,
-             S.distortion_derivation().exact_integrand]
-    for e in exprs:
-        tex = sp.latex(e)
-        assert isinstance(tex, str) and tex
+    for e in [S.tilting_lemma().weight_closed, S.aligned_reduction().f, S.aligned_reduction().dg_integrand]:
+        assert isinstance(sp.latex(e), str) and sp.latex(e)
     assert "logistic" in sp.latex(S.aligned_reduction().f)
-    assert r"\operatorname{logistic}\left(\lambda w\right)^{2}" in sp.latex(
-        S.distortion_derivation().exact_integrand)
+    assert r"\operatorname{logistic}\left(x\right)^{2}" in sp.latex(S.logistic(sp.Symbol("x")) ** 2)
 
 
 # --------------------------------------------------------------------------------------
@@ -127,39 +125,6 @@ def test_lemma_against_sampling():
 F32 = dict(rtol=1e-5, atol=1e-5)
 
 
-def test_head_coefficient_symbolic_vs_library():
-    D = S.head_output_derivation()
-    rng = np.random.default_rng(3)
-    for _ in range(3):
-        d, H = 3, 2
-        pi1 = rng.uniform(0.2, 0.8)
-        mus = rng.normal(size=(2, d))
-        sigma, lam = rng.uniform(0.3, 1.0), rng.uniform(0.2, 2.0)
-        theta = rng.normal(size=(H, d)) * 0.8
-        z = rng.normal(size=(7, d))
-        mix = A.GaussianMixture(np.array([pi1, 1 - pi1]), mus, sigma)
-        ours = np.zeros_like(z)
-        for h in range(H):
-            s = lam * z @ theta[h]
-            m = mus @ theta[h]
-            q = sigma**2 * theta[h] @ theta[h]
-            ours += np.outer(D.coef_fn(s, m[0], m[1], q, pi1), theta[h])
-        lib = np.asarray(A.head_output_limit(jnp.asarray(theta), jnp.asarray(z), mix, lam))
-        np.testing.assert_allclose(ours, lib, **F32)
-        # the general-K NumPy helper agrees with the K = 2 symbolic form
-        np.testing.assert_allclose(
-            S.head_output(theta, z, mus, [pi1, 1 - pi1], sigma, lam), ours, rtol=1e-12, atol=1e-12)
-    # general K = 3
-    mus = rng.normal(size=(3, 4))
-    w = np.array([0.2, 0.3, 0.5])
-    theta = rng.normal(size=(2, 4))
-    z = rng.normal(size=(5, 4))
-    mix = A.GaussianMixture(w, mus, 0.6)
-    np.testing.assert_allclose(
-        S.head_output(theta, z, mus, w, 0.6, 1.3),
-        np.asarray(A.head_output_limit(jnp.asarray(theta), jnp.asarray(z), mix, 1.3)), **F32)
-
-
 def test_jax_lambdify_matches_numpy_and_differentiates():
     D = S.aligned_reduction()
     sy = D.symbols
@@ -173,18 +138,8 @@ def test_jax_lambdify_matches_numpy_and_differentiates():
     assert float(dg) == pytest.approx(float(D.dg_fn(1.3, 0.9, 1.0, 2.0, 0.5)), rel=1e-5)
 
 
-def test_identity_limit_symbolic_vs_library():
-    D = S.identity_limit_derivation()
+def test_identity_limit_float64_vs_library():
     rng = np.random.default_rng(4)
-    for _ in range(3):
-        pi1 = rng.uniform(0.2, 0.8)
-        mus = rng.normal(size=(2, 2)) * 2
-        sigma, lam = rng.uniform(0.3, 1.0), rng.uniform(0.2, 2.0)
-        z = rng.normal(size=(6, 2)) * 2
-        mix = A.GaussianMixture(np.array([pi1, 1 - pi1]), mus, sigma)
-        ours = D.Q_fn(z[:, 0], z[:, 1], *mus.ravel(), sigma, lam, pi1)
-        lib = np.asarray(A.identity_limit(jnp.asarray(z), mix, lam))
-        np.testing.assert_allclose(ours, lib, **F32)
     mus = rng.normal(size=(3, 5)) * 2
     w = np.array([0.5, 0.25, 0.25])
     z = rng.normal(size=(4, 5))
@@ -192,6 +147,22 @@ def test_identity_limit_symbolic_vs_library():
     np.testing.assert_allclose(
         S.identity_limit_float64(z, mus, w, 0.5, 0.7),
         np.asarray(A.identity_limit(jnp.asarray(z), mix, 0.7)), **F32)
+
+
+def test_identity_fixed_points_are_fixed_and_bifurcate():
+    # the roots of the scalar equation are fixed points of Q_inf (float64), and the split
+    # appears exactly above lam_c = 2 / (r^2 + 2 sigma^2)
+    r, sigma = 2.0, 0.5
+    mu = np.array([[r, 0.0], [0.0, r]])
+    lam_c = 2 / (r**2 + 2 * sigma**2)
+    for lam in (0.3, lam_c * 0.99, lam_c * 1.01, 0.6, 1.0, 3.0):
+        fp = S.identity_fixed_points(lam, r, sigma)
+        assert fp["lam_critical"] == pytest.approx(lam_c)
+        q = S.identity_limit_float64(fp["split"], mu, [0.5, 0.5], sigma, lam)
+        np.testing.assert_allclose(q, fp["split"], rtol=1e-10, atol=1e-10)
+        assert (fp["delta"] > 0) == (lam > lam_c) == (fp["slope_merged"] > 1)
+    with pytest.raises(ValueError, match="lam sigma"):
+        S.identity_fixed_points(4.0, r, sigma)
 
 
 # --------------------------------------------------------------------------------------
@@ -258,11 +229,16 @@ def test_tilted_minimiser_is_stationary_for_library():
     assert np.max(np.abs(g)) < 1e-4  # float32 gradient noise; the aligned point has 3.4
 
 
-def test_leak_equals_inactive_head_mean_projection():
-    # E_{z in cluster 2} <T_1(z), e_1> = c^2 r / 2 = c <theta_1, mean>: exact, because the
-    # logistic of a centred Gaussian has mean 1/2.
-    out = S.inactive_leak(1.0, 2.0, 0.5)
-    assert out["leak"] == pytest.approx(out["leak_s0"], rel=1e-12)
+def test_tilt_decomposition_sums_to_the_gradient_and_splits_by_cluster():
+    # the two mechanisms add up to the tilt gradient (an independent 2-D quadrature of the
+    # full derivative); head 1's offset on cluster 2 is c <theta_1, mean> = c^2 r / 2 exactly
+    # (the logistic of a centred Gaussian has mean 1/2); the coefficient term comes from
+    # cluster 2 and the direction term from cluster 1
+    out = S.tilt_decomposition(1.0, 2.0, 0.5)
+    assert out["total"] == pytest.approx(S.tilt_gradient(1.0, 2.0, 0.5, c=out["c"]), rel=1e-10)
+    assert out["offset"] == pytest.approx(out["offset_untilted"], rel=1e-12)
+    assert out["coefficient"][1] > 0.9 * out["coefficient"].sum() > 0
+    assert out["direction"][0] > out["direction"].sum() > 0
 
 
 @pytest.mark.slow
@@ -277,7 +253,7 @@ def test_centred_mixtures_have_no_tilt():
     mus = np.zeros((2, d))
     mus[0, 0], mus[1, 0] = rho, -rho
     mix = A.GaussianMixture(np.array([0.5, 0.5]), mus, sigma)
-    c = S._setting_fixed_point("antipodal", lam, r, sigma, 60)
+    c = S.setting_fixed_point("antipodal", lam, r, sigma, 60)
     th = jnp.asarray([[c, 0, 0], [c, 0, 0]], jnp.float32)
     g = np.asarray(jax.grad(lambda t: A.population_risk(t, mix, lam))(th))
     assert np.all(np.abs(g) < 1e-3), g
@@ -285,7 +261,7 @@ def test_centred_mixtures_have_no_tilt():
     mus = np.zeros((4, d))
     mus[0, 0], mus[1, 0], mus[2, 1], mus[3, 1] = r, -r, r, -r
     mix = A.GaussianMixture(np.full(4, 0.25), mus, sigma)
-    c = S._setting_fixed_point("plusminus", lam, r, sigma, 60)
+    c = S.setting_fixed_point("plusminus", lam, r, sigma, 60)
     th = jnp.asarray([[c, 0, 0], [0, c, 0]], jnp.float32)
     g = np.asarray(jax.grad(lambda t: A.population_risk(t, mix, lam))(th))
     assert np.all(np.abs(g) < 1e-3), g
