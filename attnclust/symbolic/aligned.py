@@ -129,7 +129,10 @@ class AlignedReduction:
         g_integrand: (u - f(u; c))^2.
         dg_integrand: its c-derivative.
         d2g_integrand: its second c-derivative.
-        f_fn, g_fn, dg_fn, d2g_fn: the same, lambdified, arguments (u, c, lam, r, sigma).
+        f_fn: ``f`` lambdified, arguments (u, c, lam, r, sigma).
+        g_fn: ``g_integrand`` lambdified, the same arguments.
+        dg_fn: ``dg_integrand`` lambdified, the same arguments.
+        d2g_fn: ``d2g_integrand`` lambdified, the same arguments.
     """
 
     symbols: dict[str, sp.Symbol]
