@@ -32,6 +32,12 @@ class logistic(sp.Function):
     def _eval_rewrite_as_exp(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
         return 1 / (1 + sp.exp(-x))
 
+    def _eval_evalf(self, prec: int) -> sp.Expr | None:
+        # numeric arguments evaluate (float(logistic(0.3)) works); symbolic ones stay
+        if self.args[0].is_number:
+            return (1 / (1 + sp.exp(-self.args[0])))._eval_evalf(prec)
+        return None
+
     def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
         tex = r"\operatorname{logistic}\left(%s\right)" % printer._print(self.args[0])
         return tex if exp is None else r"%s^{%s}" % (tex, exp)
