@@ -539,17 +539,22 @@ def test_identity_fixed_points_are_fixed_attracting_and_bifurcate():
         S.identity_fixed_points(4.0, r, sigma)
 
 
+def _default_tokens(n, seed, r=2.0, sigma=0.5, d=5):
+    """(centroids, labels, tokens): n tokens of the default mixture mu_c = r e_c, equal
+    weights, drawn with NumPy in float64."""
+    rng = np.random.default_rng(seed)
+    mu = np.zeros((2, d))
+    mu[0, 0] = mu[1, 1] = r
+    lab = rng.integers(0, 2, n)
+    return mu, lab, mu[lab] + sigma * rng.standard_normal((n, d))
+
+
 def test_omega_law_and_the_bound_step():
     # omega = <z, mu_c' - mu_c> ~ N(-r^2, 2 sigma^2 r^2) given the component, by sampling
     # (5 standard errors); then the proof's step E beta^2 <= E e^{u omega}
     # = exp(-u r^2 + u^2 sigma^2 r^2) for u in [0, 2 lam], the expectations by quadrature
-    r, sigma, d = 2.0, 0.5, 5
-    rng = np.random.default_rng(11)
-    n = 200_000
-    mu = np.zeros((2, d))
-    mu[0, 0] = mu[1, 1] = r
-    lab = rng.integers(0, 2, n)
-    z = mu[lab] + sigma * rng.standard_normal((n, d))
+    r, sigma, n = 2.0, 0.5, 200_000
+    mu, lab, z = _default_tokens(n, 11, r, sigma)
     omega = np.sum(z * (mu[1 - lab] - mu[lab]), axis=1)
     v = 2 * sigma**2 * r**2
     assert abs(omega.mean() + r**2) < 5 * np.sqrt(v / n)
@@ -602,11 +607,7 @@ def test_exact_distortion_vs_monte_carlo_and_library():
     mc, se = S.distortion_mc(lam, r, sigma, d, n=100_000, seed=5)
     assert abs(ex - mc) < 5 * se
     # the library's identity_limit on the same draws (float32): same estimate to 1e-4
-    rng = np.random.default_rng(5)
-    mus = np.zeros((2, d))
-    mus[0, 0] = mus[1, 1] = r
-    lab = rng.integers(0, 2, size=100_000)
-    z = mus[lab] + sigma * rng.standard_normal((100_000, d))
+    mus, lab, z = _default_tokens(100_000, 5, r, sigma, d)
     q = np.asarray(A.identity_limit(jnp.asarray(z, jnp.float32), A.orthogonal_mixture(2, d, r, sigma), lam))
     mc_lib = float(np.mean(np.sum((q - mus[lab]) ** 2, axis=-1)))
     assert mc_lib == pytest.approx(mc, rel=1e-4)
@@ -619,12 +620,8 @@ def test_bayes_distortion():
     r, sigma, d = 2.0, 0.5, 5
     x, w = S.gauss_hermite(120)
     formula = 2 * r**2 * w @ special.expit((-(r**2) + np.sqrt(2) * sigma * r * x) / sigma**2) ** 2
-    rng = np.random.default_rng(12)
     n = 400_000
-    mu = np.zeros((2, d))
-    mu[0, 0] = mu[1, 1] = r
-    lab = rng.integers(0, 2, n)
-    z = mu[lab] + sigma * rng.standard_normal((n, d))
+    mu, lab, z = _default_tokens(n, 12, r, sigma, d)
     post = special.softmax(-np.sum((z[:, None] - mu[None]) ** 2, -1) / (2 * sigma**2), axis=1)
     err = np.sum((post @ mu - mu[lab]) ** 2, -1)
     assert abs(err.mean() - formula) < 5 * err.std() / np.sqrt(n)
