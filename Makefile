@@ -4,7 +4,8 @@
 #   make book     build _build/html, every page executed; warnings and failing cells fail it
 #   make test     unit tests -> make book -> browser checks of the built HTML (what CI runs)
 #   make unit     pytest -m "not browser": every unit test, slow ones included, one worker
-#                 per core (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
+#                 per core (pytest-xdist; PYTEST_JOBS=0 runs them in this process); installs
+#                 Debian's bubblewrap first if missing (the autograder's sandbox)
 #   make quick    pytest -x -m "not slow and not browser": the edit loop (under a minute);
 #                 skips what takes more than about 3 s a test (training at the book's size,
 #                 subprocesses, Jupyter kernels), which make unit runs
@@ -21,7 +22,11 @@ CHROMIUM      ?= /usr/bin/chromium
 MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv book test unit quick browser browser-deps clean assignments bench bench-book
+# The autograder runs each submission in a sandbox made by Debian's bubblewrap (user, PID,
+# mount and network namespaces; attnclust/assignments/sandbox.py); its tests need it.
+BWRAP ?= /usr/bin/bwrap
+
+.PHONY: venv book test unit quick browser browser-deps sandbox-deps clean assignments bench bench-book
 
 # JAX's persistent compilation cache, shared by the unit tests (every xdist worker and the
 # subprocesses they start) and the book's kernels: a program compiled once is read back by
@@ -55,7 +60,7 @@ book: $(STAMP)
 PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
-unit: $(STAMP)
+unit: $(STAMP) $(BWRAP)
 	$(PY) -m pytest -q -m "not browser" $(XDIST)
 
 quick: $(STAMP)
@@ -66,6 +71,14 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 	test -x $(CHROMIUM)
+
+$(BWRAP):
+	@echo "Installing Debian's bubblewrap for the autograder's sandboxes (apt-get)..."
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+	test -x $(BWRAP)
+
+sandbox-deps: $(BWRAP)
 
 $(MATHJAX_WHEEL): | $(STAMP)
 	$(PY) -m pip download -q --no-deps sphinx-mathjax-offline==0.0.2 -d $(VENV)/vendor
@@ -85,11 +98,14 @@ clean:
 	rm -rf _build
 
 # Student and instructor notebooks of every chapter with exercises, and the autograder
-# material (chapters/instructors.md). Grade with:
+# material (chapters/instructors.md); ASSIGNMENTS_FLAGS=--hidden-checks for graded use (the
+# student edition says what each check verifies, without its code). Grade with (in a
+# bubblewrap sandbox: make sandbox-deps installs it):
 #   .venv/bin/python -m attnclust.assignments grade SUBMISSIONS --chapter STEM --out grades.csv
-ASSIGNMENTS_OUT ?= _build/assignments
+ASSIGNMENTS_OUT   ?= _build/assignments
+ASSIGNMENTS_FLAGS ?=
 assignments: $(STAMP)
-	$(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT)
+	$(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT) $(ASSIGNMENTS_FLAGS)
 
 # Benchmarks (not part of make test): one run prints the goal table and writes
 # benchmarks/results.json, which the Performance page shows. Bench-only requirements

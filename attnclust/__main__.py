@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
+from ._cli import OneLineParser, fail, positive_int
+
 EXIT_USAGE = 2
 """Exit status for a usage error (unknown figure name, bad option), as argparse uses."""
 
@@ -74,7 +76,12 @@ def _reproduce(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".attnclust-write-test").touch()
+        (out / ".attnclust-write-test").unlink()
+    except OSError as e:
+        return fail(f"--out {out}: cannot write there ({e.strerror or e})")
     for name in tqdm(wanted, desc="figures", unit="fig", disable=args.quiet):
         fig = make(name, size=args.size)
         fig.savefig(out / f"{name}.png", dpi=args.dpi, bbox_inches="tight")
@@ -97,7 +104,7 @@ def _add_reproduce(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--size", choices=("small", "full"), default="small",
                    help="'small': the book's CPU scale (default); 'full': paper scale, for an accelerator")
-    p.add_argument("--dpi", type=int, default=150, help="PNG resolution (default 150)")
+    p.add_argument("--dpi", type=positive_int, default=150, help="PNG resolution (default 150)")
     p.add_argument("--no-pdf", action="store_true", help="write only PNG files")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=_reproduce)
@@ -156,8 +163,8 @@ def add_subcommands(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``attnclust`` argument parser with all subcommands."""
-    parser = argparse.ArgumentParser(prog="attnclust", description="attnclust: the book's command line")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = OneLineParser(prog="attnclust", description="attnclust: the book's command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     add_subcommands(sub)
     return parser
 

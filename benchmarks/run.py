@@ -781,15 +781,23 @@ GRADING_CHAPTER = "mixtures"
 grades: its notebook runs fastest)."""
 
 
+SANDBOX_SUBMISSIONS = 4
+"""Toy submissions graded with and without the sandbox, to measure what the sandbox costs."""
+
+
 def bench_grading() -> list[dict]:
     """Wall-clock seconds of the autograder (section "Autograder"; skip with --skip grading):
-    one submission of the chapter ``GRADING_CHAPTER`` (its reference solutions, in a fresh
-    kernel, as ``python -m attnclust.assignments grade`` runs each notebook), judged against
-    240 s, and the worked example of chapters/instructors.md (two submissions of a toy
-    chapter, two at a time). The unit tests check what grading gives, not how long it takes."""
+    one submission of the chapter ``GRADING_CHAPTER`` (its reference solutions, in the
+    sandbox, with the trusted checker, as ``python -m attnclust.assignments grade`` runs
+    each notebook), judged against 240 s; the worked example of chapters/instructors.md (two
+    submissions of a toy chapter, two at a time); and the time of ``SANDBOX_SUBMISSIONS``
+    toy submissions in sandboxes over the same without (``unsafe``), judged against 2. The
+    unit tests check what grading gives, not how long it takes."""
     import tempfile
 
-    from attnclust.assignments import (autograder_material, grade_notebook,
+    import nbformat
+
+    from attnclust.assignments import (autograder_material, grade_notebook, grade_submissions,
                                        instructor_notebook, parse_chapter)
     from attnclust.assignments.example import run_example
 
@@ -801,15 +809,31 @@ def bench_grading() -> list[dict]:
     seconds, load = time.perf_counter() - t0, load1()
     full = all(g.points == g.max_points for g in grades)
     ms = [metric(f"grading_{GRADING_CHAPTER}_s", G,
-                 f"grade one submission of {GRADING_CHAPTER} (reference solutions, fresh kernel)",
+                 f"grade one submission of {GRADING_CHAPTER} (reference solutions, sandbox)",
                  seconds, "s", load, goal={"op": "<=", "target": 240.0},
                  note="" if full else "the reference solutions did NOT score full marks")]
     with tempfile.TemporaryDirectory(prefix="attnclust-bench-grading-") as tmp:
         example = run_example(tmp)
-    ms.append(metric("grading_example_s", G, "worked example: 2 toy submissions, 2 jobs",
-                     example["seconds"], "s", load1()))
+        ms.append(metric("grading_example_s", G, "worked example: 2 toy submissions, 2 jobs",
+                         example["seconds"], "s", load1()))
+        toy = parse_chapter(Path(tmp) / "chapters" / "toy.md")  # written by run_example
+        subs = Path(tmp) / "bench-submissions"
+        subs.mkdir()
+        for i in range(SANDBOX_SUBMISSIONS):
+            nbformat.write(instructor_notebook(toy), subs / f"s{i}.ipynb")
+        times = {}
+        for unsafe in (True, False):
+            t0 = time.perf_counter()
+            grade_submissions(subs, autograder_material(toy), timeout=120, unsafe=unsafe)
+            times[unsafe] = time.perf_counter() - t0
+    ms.append(metric("grading_sandbox_vs_unsafe", G,
+                     f"{SANDBOX_SUBMISSIONS} toy submissions: sandboxed / unsandboxed time",
+                     times[False] / times[True], "x", load1(),
+                     goal={"op": "<=", "target": 2.0},
+                     note=f"{times[False]:.1f} s in sandboxes, {times[True]:.1f} s without"))
     log(f"grading {GRADING_CHAPTER} {seconds:.1f} s (full marks: {full}), "
-        f"worked example {example['seconds']:.1f} s")
+        f"worked example {example['seconds']:.1f} s, sandbox {times[False]:.1f} s vs "
+        f"{times[True]:.1f} s unsafe")
     return ms
 
 

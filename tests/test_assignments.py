@@ -4,28 +4,59 @@ Most tests use a small synthetic chapter written here in the book's exercise for
 do not depend on the real chapters' progress); the last ones run over the real chapters.
 Tests that grade start Jupyter kernels (markers ``kernel`` and ``slow``); how long grading
 takes is measured by ``make bench``.
+
+The attack suite (section "Attacks") grades, in one run, honest, wrong, blank and malformed
+submissions and submissions that try to get marks they did not earn or to harm others
+(blanking the checks, forging results, monkeypatching, fake answer objects, reading the
+solutions, rewriting the grades afterwards, destroying other submissions, injecting code
+through the answers, hanging the checker, ...). Each must score exactly what its honest
+answers earn; the victim keeps full marks; no file outside the sandboxes changes and no
+process outlives grading. It needs the sandbox (bubblewrap and user namespaces, which
+``make test`` installs and checks); where none can be made the suite fails and says why.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import csv
+import hashlib
+import io
+import json
+import math
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import jax.numpy as jnp
 import nbformat
+import numpy as np
 import pytest
+import sympy
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attnclust.assignments import (
+    GradingError,
     autograder_material,
+    check_output_path,
     course_chapters,
     discover_submissions,
     grade_notebook,
+    grade_notebooks,
     instructor_notebook,
     parse_chapter,
     prepare_submission,
+    read_submission,
     student_notebook,
+    validate_material,
+    write_csv,
 )
 from attnclust.assignments.__main__ import main as cli
+from attnclust.assignments.answers import AnswerError, check_kind, decode
 from attnclust.assignments.grading import unanswered
 from attnclust.assignments.source import MYST_HEADER
 
@@ -90,6 +121,7 @@ ex_toy_2 = float(values.mean())  # SECRET-CODE-TWO
 ```{code-cell} python3
 :tags: [remove-input, check]
 # check ex-toy-2 points=1
+# verifies: that `ex_toy_2` is the mean of the five values
 assert abs(float(ex_toy_2) - 2.0) < 1e-9, "ex-toy-2: expected the mean 2.0"
 ```
 
@@ -236,13 +268,164 @@ def test_discover_submissions_naming(tmp_path):
     assert sorted(found) == ["alice", "bob", "dora", "eli"]
 
 
-def test_tampered_checks_are_restored(chapter):
+def test_discover_submissions_refuses_duplicates_and_bad_folders(tmp_path):
+    for name in ["dup.ipynb", "dup__toy.ipynb", "solo.ipynb"]:
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "dup").mkdir()
+    (tmp_path / "dup" / "toy.ipynb").write_text("{}")
+    with pytest.raises(GradingError) as e:
+        discover_submissions(tmp_path, "toy")
+    assert "dup: dup.ipynb, dup/toy.ipynb, dup__toy.ipynb" in str(e.value)
+    with pytest.raises(GradingError, match="does not exist"):
+        discover_submissions(tmp_path / "absent", "toy")
+    with pytest.raises(GradingError, match="is not a folder"):
+        discover_submissions(tmp_path / "solo.ipynb", "toy")
+
+
+# ---- hidden checks and the material -------------------------------------------------------
+
+def test_hidden_checks_say_what_they_verify_without_expected_values(chapter):
+    nb = student_notebook(chapter, hidden_checks=True)
+    checks = [c.source for c in nb.cells if "check" in c.metadata.get("tags", [])]
+    assert [c.splitlines()[0] for c in checks] == [
+        "# check ex-toy-1 points=2", "# check ex-toy-2 points=1", "# check ex-toy-3 points=1"]
+    text = _text(nb)
+    for expected in ("3 * x**2", "3*x**2", "2.0", '== "a"', "expected (a)", "assert"):
+        assert expected not in text, expected
+    assert all(ln.startswith("#") for c in checks for ln in c.splitlines())
+    assert "# What the grader verifies: that `ex_toy_2` is the mean of the five values." in \
+        checks[1]
+    assert "`ex_toy_1` to exercise 1" in checks[0]  # no `# verifies:` line: a general one
+    assert "runs when your notebook is graded" in nb.cells[0].source
+    assert "tells you whether" not in text and "says what the grader verifies" in text
+    assert "3 * x**2" in _text(instructor_notebook(chapter))
+    assert "3 * x**2" in autograder_material(chapter)["exercises"][0]["checks"][0]
+    assert "2.0" in _text(student_notebook(chapter))  # the practice edition shows them
+
+
+def test_build_writes_hidden_checks_on_request(book, tmp_path):
+    assert cli(["--root", str(book), "build", "--out", str(tmp_path), "--chapters", "toy",
+                "--hidden-checks"]) == 0
+    student = nbformat.read(tmp_path / "student" / "toy.ipynb", as_version=4)
+    assert "3 * x**2" not in _text(student)
+    assert "3 * x**2" in _text(nbformat.read(tmp_path / "instructor" / "toy.ipynb", 4))
+    material = json.loads((tmp_path / "autograder" / "toy.json").read_text())
+    assert validate_material(material)["chapter"] == "toy"
+
+
+def test_material_program_is_the_narrative_and_checks_without_solutions(chapter):
+    program = autograder_material(chapter)["program"]
+    text = "\n".join(item["source"] for item in program)
+    for secret in SECRETS:
+        assert secret not in text, secret
+    assert [item["kind"] for item in program] == ["code", "check", "check", "check"]
+    assert [(i["label"], i["occurrence"], i["names"], i["exercise_kind"])
+            for i in program[1:]] == [("ex-toy-1", 0, ["ex_toy_1"], "derivation"),
+                                      ("ex-toy-2", 0, ["ex_toy_2"], "coding"),
+                                      ("ex-toy-3", 0, ["ex_toy_3"], "interpretation")]
+
+
+def test_checks_that_need_another_checks_names_are_reported(tmp_path):
+    src = TOY.replace('assert str(ex_toy_3)', '_seen = 1\nassert str(ex_toy_3)').replace(
+        "Closing narrative.", "```{code-cell} python3\nprint(_seen)\n```")
+    path = tmp_path / "shared.md"
+    path.write_text(src)
+    problems = parse_chapter(path).problems
+    assert len(problems) == 1 and "`_seen`" in problems[0] and "check cell" in problems[0]
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda m: m.pop("program"), "no program"),
+    (lambda m: m.update(exercises="x"), "no list of exercises"),
+    (lambda m: m["exercises"][0].update(points="2"), "an exercise without"),
+    (lambda m: m["program"].append({"kind": "check", "label": "nope", "source": ""}),
+     "malformed program"),
+    (lambda m: m.update(chapter=5), "no chapter name"),
+])
+def test_malformed_material_is_refused(chapter, change, why):
+    material = json.loads(json.dumps(autograder_material(chapter)))
+    change(material)
+    with pytest.raises(GradingError, match=why):
+        validate_material(material)
+
+
+# ---- preparing submissions ----------------------------------------------------------------
+
+def _exports(nb) -> list[tuple[str, int]]:
+    return [(c.metadata["attnclust"]["export"]["label"],
+             c.metadata["attnclust"]["export"]["occurrence"])
+            for c in nb.cells if "export" in c.metadata.get("attnclust", {})]
+
+
+def test_checks_become_exports_whatever_the_student_did(chapter):
     material = autograder_material(chapter)
-    nb = _replace(student_notebook(chapter), "# check ex-toy-2", "# check ex-toy-2 points=1\npass")
+    nb = _replace(student_notebook(chapter), "# check ex-toy-2",
+                  "# check ex-toy-2 points=1\npass")
     nb.cells = [c for c in nb.cells if not c.source.startswith("# check ex-toy-3")]
+    nb.cells.append(nbformat.v4.new_code_cell("# check ex-toy-9 points=50\nassert True"))
+    nb.cells.append(nbformat.v4.new_code_cell("# check ex-toy-1 points=2\nassert True"))
     prepared = prepare_submission(nb, material)
-    checks = [c.source for c in prepared.cells if "check" in c.metadata.get("tags", [])]
-    assert checks == [e["checks"][0] for e in material["exercises"]]
+    assert _exports(prepared) == [("ex-toy-1", 0), ("ex-toy-2", 0), ("ex-toy-3", 0)]
+    sources = _text(prepared)
+    assert "assert" not in sources.replace("def _attnclust", "")  # no check runs in the kernel
+    assert "def _attnclust_export" in prepared.cells[0].source
+    assert prepared.cells[-1].source == "_attnclust_export('ex-toy-3', 0, ['ex_toy_3'])"
+
+
+MALFORMED_CELLS = {
+    "metadata attnclust a string": {"metadata": {"attnclust": "oops"}},
+    "tags an integer": {"metadata": {"tags": 5}},
+    "tags not strings": {"metadata": {"tags": [5, None]}},
+    "check label an integer": {"metadata": {"attnclust": {"check": 5}}},
+    "metadata a string": {"metadata": "oops"},
+    "source an integer": {"source": 5},
+    "source a list of numbers": {"source": [1, 2]},
+    "outputs a string": {"outputs": "oops"},
+    "no cell type": {"cell_type": None},
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_CELLS)
+def test_malformed_cells_do_not_stop_grading(chapter, name):
+    """Each odd cell shape (seen in real submissions) is dropped or cleaned; the answer
+    cells around it are kept."""
+    material = autograder_material(chapter)
+    nb = json.loads(nbformat.writes(instructor_notebook(chapter)))
+    odd = {"cell_type": "code", "source": "y = 1", "metadata": {}, "outputs": [],
+           "execution_count": None}
+    odd.update(MALFORMED_CELLS[name])
+    nb["cells"].insert(2, odd)
+    prepared = prepare_submission(nb, material)
+    assert _exports(prepared) == [("ex-toy-1", 0), ("ex-toy-2", 0), ("ex-toy-3", 0)]
+    assert "ex_toy_1 = sympy.diff(x**3, x)" in _text(prepared)
+    nbformat.validate(prepared)
+
+
+def test_notebook_without_cells_is_refused(chapter):
+    with pytest.raises(GradingError, match="no list of cells"):
+        prepare_submission({"cells": 5}, autograder_material(chapter))
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"", "empty"), (bytes(range(256)) * 4, "not UTF-8"), (b"{", "not valid JSON"),
+    (b"[1, 2]", "no JSON object"), (b'{"nbformat": 9, "cells": []}', "not a notebook"),
+])
+def test_unreadable_files_are_reported(tmp_path, content, why):
+    path = tmp_path / "x.ipynb"
+    path.write_bytes(content)
+    with pytest.raises(GradingError, match=why):
+        read_submission(path)
+
+
+def test_old_and_long_notebooks_are_read(chapter, tmp_path):
+    v3 = tmp_path / "v3.ipynb"
+    v3.write_text(nbformat.writes(nbformat.convert(instructor_notebook(chapter), 3)))
+    material = autograder_material(chapter)
+    prepared = prepare_submission(read_submission(v3), material)
+    assert "ex_toy_1 = sympy.diff(x**3, x)" in _text(prepared)
+    long = instructor_notebook(chapter)
+    long.cells += [nbformat.v4.new_code_cell(f"y{i} = {i}") for i in range(1000)]
+    assert len(prepare_submission(json.loads(nbformat.writes(long)), material).cells) > 1000
 
 
 def test_unanswered_exercises_are_recognised(chapter):
@@ -255,104 +438,756 @@ def test_unanswered_exercises_are_recognised(chapter):
     assert unanswered(answered, material) == {"ex-toy-1", "ex-toy-3"}
 
 
-@pytest.fixture(scope="module")
-def graded(book, chapter, tmp_path_factory):
-    """Grade, through the command line, the reference solutions and planted submissions."""
-    out = tmp_path_factory.mktemp("assign")
-    assert cli(["--root", str(book), "build", "--out", str(out), "--chapters", "toy"]) == 0
-    subs = out / "submissions"
+# ---- answers as data ----------------------------------------------------------------------
+
+from attnclust.assignments import _export  # noqa: E402  (the kernel's side, run here)
+
+
+def _roundtrip(value):
+    return decode(json.loads(json.dumps(_export._attnclust_encode(value))))
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=True))
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return type(b) is float and math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+_leaves = (st.none() | st.booleans() | st.integers(-10**30, 10**30)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20)
+           | st.complex_numbers(allow_nan=False, allow_infinity=False)
+           | st.builds(lambda shape, kind, seed: np.random.default_rng(seed).normal(
+               size=shape).astype(kind),
+               st.lists(st.integers(0, 3), max_size=3).map(tuple),
+               st.sampled_from(["float32", "float64", "int64", "bool", "complex128"]),
+               st.integers(0, 9)))
+_answers = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3)
+                        | st.lists(inner, max_size=3).map(tuple)
+                        | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@given(_answers)
+def test_plain_answers_survive_the_export_exactly(value):
+    assert _same(value, _roundtrip(value))
+
+
+_symbols = st.sampled_from([sympy.Symbol("x", positive=True), sympy.Symbol("sigma"),
+                            sympy.Symbol("lambda"), sympy.Dummy("d")])
+_exprs = st.recursive(
+    _symbols | st.integers(-50, 50).map(sympy.Integer)
+    | st.fractions(max_denominator=9).map(sympy.Rational) | st.just(sympy.pi),
+    lambda e: st.builds(sympy.Add, e, e) | st.builds(sympy.Mul, e, e)
+    | st.builds(sympy.Pow, e, st.integers(-3, 3).map(sympy.Integer))
+    | st.builds(sympy.exp, e) | st.builds(sympy.erfc, e) | st.builds(sympy.sqrt, e),
+    max_leaves=10)
+
+
+@given(_exprs)
+def test_sympy_answers_are_rebuilt_equal(expr):
+    assert _roundtrip(expr) == expr
+    assert _roundtrip(sympy.Matrix([[expr], [1]])) == sympy.Matrix([[expr], [1]])
+
+
+def test_answers_are_converted_to_plain_values():
+    class Yes(str):
+        def __eq__(self, other):
+            return True
+        __hash__ = str.__hash__
+
+    class Lying(float):
+        def __sub__(self, other):
+            return 0.0
+
+    got = _roundtrip([Yes("z"), Lying(7.0), np.float32(0.5), np.int64(3), jnp.arange(3.0)])
+    assert [type(v) for v in got[:4]] == [str, float, float, int]
+    assert got[0] == "z" and got[0] != "b" and got[1] - 3.0 == 4.0
+    assert isinstance(got[4], np.ndarray) and got[4].tolist() == [0.0, 1.0, 2.0]
+    assert not got[4].flags.writeable
+
+
+def test_objects_of_other_types_are_refused():
+    class Zero:
+        def __sub__(self, other):
+            return 0
+
+        def __eq__(self, other):
+            return True
+
+    for value, shown in [(Zero(), "Zero"), (lambda: 1, "function"),
+                         (np.array([object()]), "dtype object"), ({1: 2}, "str keys")]:
+        with pytest.raises(AnswerError, match=shown):
+            _roundtrip(value)
+
+
+def _pickled_npy() -> str:
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+@pytest.mark.parametrize("encoded, why", [
+    ({"t": "ndarray", "npy": _pickled_npy()}, "malformed array"),
+    ({"t": "sympy", "srepr": "__import__('os').system('true')"}, "not a plain srepr"),
+    ({"t": "sympy", "srepr": "__import__('os')"}, "not one of SymPy"),
+    ({"t": "sympy", "srepr": "Symbol('x').__class__"}, "not a plain srepr"),
+    ({"t": "sympy", "srepr": "Function('f')(Symbol('x'))"}, "not a plain srepr"),
+    ({"t": "sympy", "srepr": "Add(Function('exec'), Integer(1))"}, "Function"),
+    ({"t": "sympy", "srepr": "exp('__import__(\"os\").system(\"true\")')"}, "holds a string"),
+    ({"t": "sympy", "srepr": "Symbol('__import__(\"os\")')"}, "holds a string"),
+    ({"t": "sympy", "srepr": "Symbol('_x')"}, "holds a string"),
+    ({"t": "sympy", "srepr": "Lambda(Symbol('x'), Symbol('x'))"}, "not one of SymPy"),
+    ({"t": "sympy", "srepr": "Integer(" + "9" * 5000 + ")"}, "does not parse|unsupported"),
+    ({"t": "sympy", "srepr": "[Integer(1)]"}, "not a SymPy object"),
+    ({"t": "sympy", "srepr": "Symbol(x=lambda: 1)"}, "keyword"),
+    ({"t": "int", "v": "1" * 5000}, "too large"),
+    ({"t": "float", "v": "1e5; import os"}, "malformed number"),
+    ({"t": "str", "v": 5}, "malformed"),
+    ({"t": "list", "v": [{"t": "list", "v": []}] * 3, "x": 1}, None),
+    ({"t": "pickle", "v": "gASV"}, "malformed answer"),
+    ({"t": "missing"}, "not defined"),
+    ({"t": "unsupported", "type": "builtins.function"}, "builtins.function"),
+])
+def test_malformed_or_dangerous_encodings_are_refused(encoded, why):
+    if why is None:  # well formed after all (extra keys are ignored)
+        assert decode(encoded) == [[], [], []]
+        return
+    with pytest.raises(AnswerError, match=why):
+        decode(encoded)
+
+
+def test_string_answers_only_for_interpretation_questions():
+    check_kind("b", "interpretation")
+    check_kind(sympy.Symbol("x"), "derivation")
+    for kind in ("derivation", "coding", ""):
+        with pytest.raises(AnswerError, match="is a string"):
+            check_kind(["x**2"], kind)
+
+
+# ---- paths, CSV, command-line errors -----------------------------------------------------
+
+def test_output_paths_are_checked(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(GradingError, match="cannot write"):
+        check_output_path(tmp_path / "file" / "grades.csv")
+    with pytest.raises(GradingError, match="is a folder"):
+        check_output_path(tmp_path)
+    assert check_output_path(tmp_path / "new" / "g.csv") == tmp_path / "new" / "g.csv"
+    assert list((tmp_path / "new").iterdir()) == []
+
+
+def test_csv_is_written_atomically(tmp_path, monkeypatch):
+    from attnclust.assignments.grading import ExerciseGrade
+
+    path = tmp_path / "grades.csv"
+    write_csv([ExerciseGrade("a", "ex-1", 1, 1, "passed")], path)
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    assert path.stat().st_mode == plain.stat().st_mode  # not mkstemp's 0600
+    before = path.read_text()
+
+    def broken(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(OSError):
+        write_csv([ExerciseGrade("b", "ex-1", 0, 1, "x")], path)
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "plain"]
+
+
+@pytest.fixture
+def toy_subs(book, tmp_path):
+    """A submissions folder with one notebook (the instructor edition of the toy chapter)."""
+    subs = tmp_path / "subs"
     subs.mkdir()
-    ref = nbformat.read(out / "instructor" / "toy.ipynb", as_version=4)
-    nbformat.write(ref, subs / "ref__toy.ipynb")
-    nbformat.write(_replace(ref, "ex_toy_1 =", "ex_toy_1 = 3 * x"), subs / "wrong__toy.ipynb")
-    raising = _replace(ref, "ex_toy_1 =", "ex_toy_1 = 1 / 0")
-    nbformat.write(raising, subs / "raising__toy.ipynb")
-    looping = _replace(ref, "ex_toy_1 =", "while True:\n    pass")
-    nbformat.write(looping, subs / "looping__toy.ipynb")
-    student = out / "student" / "toy.ipynb"
-    (subs / "blank").mkdir()
-    (subs / "blank" / "toy.ipynb").write_bytes(student.read_bytes())
-    csv_path = out / "grades.csv"
-    assert cli(["--root", str(book), "grade", str(subs), "--chapter", "toy", "--out",
-                str(csv_path), "--timeout", "120", "--cell-timeout", "10", "--jobs", "2"]) == 0
-    with open(csv_path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return {(r["student"], r["exercise"]): r for r in rows}, out
+    nbformat.write(instructor_notebook(parse_chapter(book / "chapters" / "toy.md")),
+                   subs / "ada.ipynb")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "old.json").write_text('{"chapter": "toy", "exercises": []}')
+    return tmp_path
+
+
+CLI_ERRORS = [
+    (["grade", "{t}/absent", "--chapter", "toy"], "does not exist"),
+    (["grade", "{t}/afile", "--chapter", "toy"], "not a folder"),
+    (["grade", "{t}/subs", "--chapter", "toy", "--material", "{t}/absent.json"], "no such file"),
+    (["grade", "{t}/subs", "--chapter", "toy", "--material", "{t}/bad.json"], "not valid JSON"),
+    (["grade", "{t}/subs", "--chapter", "toy", "--material", "{t}/old.json"], "older version"),
+    (["grade", "{t}/subs", "--chapter", "toy", "--out", "{t}/afile/g.csv"], "cannot write"),
+    (["grade", "{t}/subs", "--chapter", "toy", "--executed", "{t}/afile/x"], "cannot write"),
+    (["grade", "{t}/subs", "--chapter", "nope"], "no chapter source"),
+    (["build", "--out", "{t}/afile/x", "--chapters", "toy"], "cannot write"),
+    (["--root", "{t}", "build", "--out", "{t}/o"], "no _toc.yml"),
+    (["--root", "{t}/absent", "grade", "{t}/subs", "--chapter", "toy"], "no such folder"),
+] + [(["grade", "{t}/subs", "--chapter", "toy", option, value], "must be a positive")
+     for option in ("--timeout", "--cell-timeout", "--check-timeout")
+     for value in ("0", "-5", "nan", "inf", "soon")] + [
+    (["grade", "{t}/subs", "--chapter", "toy", "--jobs", "0"], "must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize("argv, why", CLI_ERRORS)
+def test_every_command_line_error_is_one_line(book, toy_subs, monkeypatch, capsys, argv, why):
+    """Each error: one line on stderr, a non-zero exit status, no traceback, and no notebook
+    graded (grading would fail this test)."""
+    from attnclust.assignments import grading
+
+    monkeypatch.setattr(grading, "grade_notebooks", lambda *a, **k: pytest.fail("graded"))
+    argv = [a.format(t=toy_subs) for a in argv]
+    if argv[0] != "--root":
+        argv = ["--root", str(book), *argv]
+    try:
+        status = cli(argv)
+    except SystemExit as e:
+        status = e.code
+    err = capsys.readouterr().err
+    assert status not in (0, None), err
+    assert len(err.strip().splitlines()) == 1 and why in err and "Traceback" not in err, err
+
+
+def test_no_sandbox_means_no_grading_unless_unsafe(book, toy_subs, monkeypatch, capsys):
+    from attnclust.assignments import sandbox
+
+    monkeypatch.setattr(sandbox, "probe", lambda: "bubblewrap is not installed")
+    assert cli(["--root", str(book), "grade", str(toy_subs / "subs"), "--chapter", "toy",
+                "--out", str(toy_subs / "g.csv")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "bubblewrap is not installed" in err and "--unsafe" in err
+    assert not (toy_subs / "g.csv").exists()
+
+
+def test_the_sandbox_binds_only_the_environment(book, tmp_path):
+    from attnclust.assignments import sandbox
+
+    paths = sandbox.environment_paths([book, tmp_path])
+    assert Path(sys.prefix).resolve() in paths
+    assert not any(ROOT == p or ROOT in p.parents and p.name != "attnclust" and
+                   ".venv" not in p.parts for p in paths)
+    assert not any(p == Path.cwd().resolve() for p in paths if not (p / "bin").exists())
+    with pytest.raises(sandbox.SandboxUnavailable, match="inside the Python environment"):
+        sandbox.environment_paths([Path(sys.prefix) / "some" / "submissions"])
+
+
+@pytest.mark.slow
+def test_sandbox_is_available_here():
+    """The attack suite needs the sandbox; make test installs bubblewrap. Where user
+    namespaces are disabled this fails with the reason (grading would refuse there too)."""
+    from attnclust.assignments import sandbox
+
+    assert sandbox.probe() is None
+
+
+# ---- grading, end to end -------------------------------------------------------------------
+# One grading run, through the command line, holds the planted submissions of the toy
+# chapter and the attack suite (below), so that kernels start once per notebook.
+
+ATTACK_REPLACEMENTS = [
+    ("x**3", "x**4"), ("3 * x**2", "4 * x**3"), ("3*x**2", "4*x**3"),
+    ("np.arange(5)", "np.arange(7)"), ("2.0", "3.0"), ("five values", "seven values"),
+    ("Is $x^2$ convex?", "Is $x^2$ concave?"), ('ex_toy_3 = "a"', 'ex_toy_3 = "b"'),
+    ('== "a"', '== "b"'), ("expected (a)", "expected (b)"),
+]
+"""The toy chapter with other answers (4*x**3, 3.0, "b") than those of the example in
+attnclust/assignments/example.py, which every sandbox can read as part of the package."""
+
+ATTACK_TOY = TOY
+for _old, _new in ATTACK_REPLACEMENTS:
+    ATTACK_TOY = ATTACK_TOY.replace(_old, _new)
+
+HONEST = {"ex_toy_1": "ex_toy_1 = sympy.diff(x**4, x)", "ex_toy_2": "ex_toy_2 = 3.0",
+          "ex_toy_3": 'ex_toy_3 = "b"'}
+WRONG = {"ex_toy_1": "ex_toy_1 = 3 * x", "ex_toy_2": "ex_toy_2 = 7.0",
+         "ex_toy_3": 'ex_toy_3 = "a"'}
+FULL = {"ex-toy-1": 2, "ex-toy-2": 1, "ex-toy-3": 1}
+NONE = {"ex-toy-1": 0, "ex-toy-2": 0, "ex-toy-3": 0}
+MARKER = "ATTNCLUST-ATTACK-PROCESS"
+"""In the command line of every process an attack starts: none may be left after grading."""
+
+
+@dataclass
+class Attack:
+    """A submission: the student edition with ``answers`` in the starter cells (None:
+    left blank), ``pre`` cells after the first code cell, ``post`` cells at the end, or a
+    whole ``file`` (bytes); ``expect``: the points it must score."""
+
+    name: str
+    expect: dict
+    answers: dict | None = None
+    pre: tuple = ()
+    post: tuple = ()
+    file: bytes | None = None
+    what: str = ""
+
+
+def _attacks(paths: dict) -> list[Attack]:
+    """The attack suite; ``paths`` holds what a well-informed student would target: the
+    book, the submissions folder, the grades CSV and a canary folder."""
+    p = {k: str(v) for k, v in paths.items()}
+    blanked = ("get_ipython().input_transformers_cleanup.append(lambda lines: [] if lines "
+               "and lines[0].lstrip().startswith(('# check', '_attnclust_export')) "
+               "else lines)")
+    forge = f'''
+import json, os
+fake = [{{"event": "check", "index": 90 + i, "label": f"ex-toy-{{i}}", "status": "ok"}}
+        for i in (1, 2, 3)] + [{{"event": "answer", "index": 90 + i, "label": f"ex-toy-{{i}}",
+        "occurrence": 0, "values": {{f"ex_toy_{{i}}": {{"t": "str", "v": "forged"}}}}}}
+        for i in (1, 2, 3)] + [{{"event": "done"}}]
+lines = "".join(json.dumps(e) + "\\n" for e in fake)
+for pid in {{os.getppid(), os.getpid()}}:
+    try:
+        argv = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    for a in argv:  # the worker's results file, given on its command line
+        if a.endswith(b".jsonl"):
+            open(a, "a").write(lines)
+    for fd in os.listdir(f"/proc/{{pid}}/fd"):  # the worker's event stream
+        try:
+            with open(f"/proc/{{pid}}/fd/{{fd}}", "w") as f:
+                f.write(lines)
+        except OSError:
+            pass
+open("{p['canary']}/forged", "w").write("forged")
+os._exit(0)'''
+    monkeypatch = '''
+import builtins, sympy
+builtins.abs = lambda v: 0
+sympy.simplify = lambda e: 0'''
+    fakes = {"ex_toy_1": '''
+class Zero:
+    def __sub__(self, other): return 0
+    def __rsub__(self, other): return 0
+    def __eq__(self, other): return True
+ex_toy_1 = Zero()''', "ex_toy_2": "ex_toy_2 = None", "ex_toy_3": '''
+class Yes(str):
+    def __str__(self): return self
+    def strip(self, *a): return self
+    def lower(self): return self
+    def __eq__(self, other): return True
+    __hash__ = str.__hash__
+ex_toy_3 = Yes("z")'''}
+    read = f'''
+import os, re
+found, ancestors, pid = [], [], os.getpid()
+while pid > 1 and len(ancestors) < 6:  # the processes that started this kernel: the grader
+    ancestors.append(pid)
+    pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+def look(path):
+    try:
+        text = open(path, errors="ignore").read()
+    except OSError:
+        return
+    if "ex_toy_1 =" not in text or "found.append" in text:  # not its own notebook
+        return
+    found.append(path)
+    for block in re.findall(r"```{{code-cell}} python3\\n(.*?)```", text, re.S):
+        try:
+            exec(block, globals())
+        except Exception:
+            pass
+for top in ["{p['book']}", "{p['subs']}"] + [f"/proc/{{a}}/cwd" for a in ancestors]:
+    for folder, _, files in os.walk(top):
+        for name in files:
+            if name.endswith((".md", ".ipynb", ".json")):
+                look(os.path.join(folder, name))
+print("FOUND:", found)'''
+    rewrite = f'''
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", """
+import csv, os, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+for _ in range(240):
+    time.sleep(0.25)
+    try:
+        rows = list(csv.DictReader(open("{p['csv']}")))
+    except OSError:
+        continue
+    for r in rows:
+        r["points"] = r["max_points"] if r["student"] == "a_rewrite" else "0"
+    with open("{p['csv']}", "w") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+""", "{MARKER}"], start_new_session=True, stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)'''
+    sabotage = f'''
+import os, shutil
+for path in ["{p['subs']}/z_victim.ipynb", "{p['book']}/chapters/toy.md"]:
+    try:
+        open(path, "w").write("destroyed")
+    except OSError as e:
+        print("cannot write", path, e)
+for path in ["{p['book']}/chapters/new.md", "{p['canary']}/pwned"]:
+    try:
+        open(path, "w").write("planted")
+    except OSError as e:
+        print("cannot write", path, e)
+shutil.rmtree("{p['subs']}", ignore_errors=True)'''
+    inject = f'''
+from IPython.display import display
+import base64, io, numpy as np
+class _Evil:
+    def __reduce__(self):
+        return (open, ("{p['canary']}/pickled", "w"))
+_buf = io.BytesIO()
+np.save(_buf, np.array([_Evil()], dtype=object), allow_pickle=True)
+_payloads = {{
+    "ex_toy_1": {{"t": "sympy", "srepr": "Add(Symbol('__import__(\\\\'os\\\\').system(\\\\'touch {p['canary']}/srepr\\\\')'), Integer(1))"}},
+    "ex_toy_2": {{"t": "ndarray", "npy": base64.b64encode(_buf.getvalue()).decode()}},
+    "ex_toy_3": {{"t": "sympy", "srepr": "__import__('os').system('touch {p['canary']}/eval')"}},
+}}
+def _attnclust_export(label, occurrence, names):
+    display({{"application/vnd.attnclust.answer+json": {{"label": label,
+             "occurrence": occurrence, "values": {{n: _payloads[n] for n in names}}}}}}, raw=True)'''
+    hang = '''
+from IPython.display import display
+_honest_export = _attnclust_export
+def _attnclust_export(label, occurrence, names):
+    if label != "ex-toy-1":
+        return _honest_export(label, occurrence, names)
+    display({"application/vnd.attnclust.answer+json": {"label": label,
+             "occurrence": occurrence, "values": {"ex_toy_1": {"t": "sympy",
+             "srepr": "Pow(Integer(10), Integer(1000000000))"}}}}, raw=True)'''
+    snoop = '''
+import os, socket
+PORT = ''' + str(paths.get("port", 9)) + '''
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+cmdlines = [open(f"/proc/{p}/cmdline", "rb").read().replace(b"\\0", b" ").decode(errors="ignore")
+            for p in pids if os.path.exists(f"/proc/{p}/cmdline")]
+print("PROCESSES:", len(pids), "|".join(cmdlines))
+print("ROOT:", sorted(os.listdir("/")))
+print("UID:", os.getuid())
+for host, port in [("1.1.1.1", 53), ("127.0.0.1", PORT)]:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        print("NETWORK: reached", host)
+    except OSError as e:
+        print("NETWORK: unreachable", host, type(e).__name__)
+try:
+    os.unshare if False else None
+    import subprocess
+    r = subprocess.run(["unshare", "--user", "true"], capture_output=True)
+    print("NESTED USERNS:", r.returncode)
+except Exception as e:
+    print("NESTED USERNS: error", e)'''
+    kill_all = '''
+import os, signal
+if os.getuid() == 65534:  # only inside the sandbox: unsandboxed, this would kill everything
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) not in (1, os.getpid()):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass'''
+    threads = '''
+import threading, time
+threading.stack_size(64 * 1024)
+started = 0
+try:
+    for _ in range(3000):
+        threading.Thread(target=time.sleep, args=(20,), daemon=True).start()
+        started += 1
+except RuntimeError as e:
+    pass
+print("THREADS:", started)'''
+    stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n"
+                "    except KeyboardInterrupt:\n        pass")
+    nb_json = b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": "oops"}'
+    partly = dict(HONEST, ex_toy_2="ex_toy_2 = float(np.arange(7).sum()) / 0")
+    return [
+        Attack("ref", FULL, HONEST, what="the reference answers"),
+        Attack("z_victim", FULL, HONEST, what="an honest student, target of a_sabotage"),
+        Attack("blank", NONE, what="the untouched student edition"),
+        Attack("wrong", {"ex-toy-1": 0, "ex-toy-2": 1, "ex-toy-3": 1},
+               dict(HONEST, ex_toy_1=WRONG["ex_toy_1"]), what="one wrong answer"),
+        Attack("raising", {"ex-toy-1": 2, "ex-toy-2": 0, "ex-toy-3": 1}, partly,
+               what="an answer cell that raises"),
+        Attack("looping", {"ex-toy-1": 0, "ex-toy-2": 1, "ex-toy-3": 1},
+               dict(HONEST, ex_toy_1="while True:\n    pass"), what="an endless loop"),
+        Attack("stubborn", {"ex-toy-1": 2, "ex-toy-2": 1, "ex-toy-3": 0},
+               dict(HONEST, ex_toy_3=stubborn), what="a loop that ignores SIGINT"),
+        Attack("os_exit", {"ex-toy-1": 2, "ex-toy-2": 0, "ex-toy-3": 0},
+               dict(HONEST, ex_toy_2="import os\nos._exit(0)"), what="os._exit in a cell"),
+        Attack("alloc_2gb", FULL, HONEST, pre=("big = np.ones(2**28)\nbig[-1] = 2",),
+               what="a 2 GB allocation"),
+        Attack("thousand_cells", FULL, HONEST, post=tuple(f"y{i} = {i}" for i in range(1000)),
+               what="1000 cells"),
+        Attack("v3", FULL, HONEST, what="an nbformat 3 notebook"),
+        Attack("malformed_meta", FULL, HONEST,
+               what="cells with metadata 'oops', tags 5, attnclust 'oops'..."),
+        Attack("meta_oops", FULL, HONEST, what='one cell with "attnclust": "oops"'),
+        Attack("empty", NONE, file=b"", what="an empty file"),
+        Attack("binary", NONE, file=bytes(range(256)) * 8, what="a binary file"),
+        Attack("bad_json", NONE, file=b'{"cells": [', what="malformed JSON"),
+        Attack("no_cells", NONE, file=nb_json, what='"cells": "oops"'),
+        Attack("a_blanked_checks", NONE, pre=(blanked,),
+               what="an input transformer that blanks the check (and export) cells"),
+        Attack("a_forged", NONE, pre=(forge,),
+               what="forged results and answer events, then os._exit(0)"),
+        Attack("a_monkeypatch", {"ex-toy-1": 0, "ex-toy-2": 0, "ex-toy-3": 1},
+               dict(WRONG, ex_toy_3=HONEST["ex_toy_3"]), pre=(monkeypatch,),
+               what="builtins.abs and sympy.simplify replaced, two wrong answers"),
+        Attack("a_fakes", NONE, fakes,
+               what="an answer whose __sub__ is 0, a str subclass whose __eq__ is True"),
+        Attack("a_read_solutions", NONE, {"ex_toy_1": read, "ex_toy_2": "# read above",
+                                          "ex_toy_3": "# read above"},
+               what="reads the chapter, the submissions, the grader's cwd; runs solutions"),
+        Attack("a_rewrite", NONE, pre=(rewrite,),
+               what="a detached process that rewrites grades.csv after grading"),
+        Attack("a_sabotage", NONE, pre=(sabotage,),
+               what="overwrites another notebook, writes chapters/, deletes submissions"),
+        Attack("a_inject", NONE, pre=(inject,),
+               what="answers that are code: srepr eval, symbol names, pickles"),
+        Attack("a_hang_checker", {"ex-toy-1": 0, "ex-toy-2": 1, "ex-toy-3": 1}, HONEST,
+               pre=(hang,), what="an answer that hangs the checker (10**10**9)"),
+        Attack("a_snoop", FULL, HONEST, post=(snoop,),
+               what="lists processes and /, tries the network and nested namespaces"),
+        Attack("a_kill_all", FULL, HONEST, post=(kill_all,),
+               what="kills every process it can see, after its answers"),
+        Attack("a_threads", FULL, HONEST, pre=(threads,),
+               what="starts threads until it cannot"),
+    ]
+
+
+def test_attack_cells_are_python():
+    """An attack that does not even compile would score 0 for the wrong reason."""
+    for attack in _attacks({k: "/x" for k in ("book", "subs", "canary", "csv")}):
+        for source in [*attack.pre, *attack.post, *(attack.answers or {}).values()]:
+            compile(source, attack.name, "exec")
+
+
+def _attack_notebook(student: nbformat.NotebookNode, attack: Attack) -> bytes:
+    if attack.file is not None:
+        return attack.file
+    nb = copy.deepcopy(student)
+    for cell in nb.cells:
+        for var, source in (attack.answers or {}).items():
+            if cell.cell_type == "code" and cell.source.startswith(f"{var} = None"):
+                cell.source = source
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells[first + 1:first + 1] = [nbformat.v4.new_code_cell(s) for s in attack.pre]
+    nb.cells += [nbformat.v4.new_code_cell(s) for s in attack.post]
+    if attack.name == "v3":
+        return nbformat.writes(nbformat.convert(nb, 3)).encode()
+    data = json.loads(nbformat.writes(nb))
+    if attack.name in ("malformed_meta", "meta_oops"):
+        shapes = MALFORMED_CELLS.values() if attack.name == "malformed_meta" else [
+            MALFORMED_CELLS["metadata attnclust a string"]]
+        for i, shape in enumerate(shapes):
+            odd = {"cell_type": "code", "source": f"y{i} = 1", "metadata": {}, "outputs": []}
+            odd.update(shape)
+            data["cells"].insert(2, odd)
+    return json.dumps(data).encode()
+
+
+def write_attack_submissions(root: Path, port: int = 9) -> dict:
+    """Write the attack book (``root/book``), the submissions (``root/subs``), a canary
+    folder; return the paths (also used to measure what the unsandboxed grader did).
+    ``port``: a TCP port of the grader's machine that ``a_snoop`` tries to reach."""
+    book = root / "book"
+    (book / "chapters").mkdir(parents=True)
+    (book / "chapters" / "toy.md").write_text(ATTACK_TOY)
+    paths = {"book": book, "subs": root / "subs", "canary": root / "canary",
+             "out": root / "out", "csv": root / "out" / "grades.csv",
+             "executed": root / "out" / "executed", "port": port}
+    paths["subs"].mkdir()
+    paths["canary"].mkdir()
+    (paths["canary"] / "file").write_text("unchanged")
+    student = student_notebook(parse_chapter(book / "chapters" / "toy.md"))
+    attacks = _attacks(paths)
+    for attack in attacks:
+        (paths["subs"] / f"{attack.name}.ipynb").write_bytes(_attack_notebook(student, attack))
+    paths["attacks"] = attacks
+    return paths
+
+
+def _snapshot(*folders: Path) -> dict:
+    out = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                out[str(path)] = "folder"
+    return out
+
+
+def _processes():
+    """``(pid, command line, name, parent pid)`` of every process we can read."""
+    for pid in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2:].split()
+        yield pid, cmd, stat[stat.index("(") + 1:stat.rindex(")")], int(rest[1])
+
+
+def _left_over() -> list[str]:
+    """Processes an attack started (:data:`MARKER`), and sandboxes of ours (bubblewrap)."""
+    return [pid for pid, cmd, name, parent in _processes()
+            if (MARKER.encode() in cmd and b"pytest" not in cmd)
+            or (name == "bwrap" and parent == os.getpid())]
+
+
+ATTACK_TIMEOUT = 60
+"""Seconds per notebook in the attack run: the toy chapter needs a few; ``stubborn`` uses all
+of them (the runs are two at a time, next to the others)."""
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """Grade the attack suite once, through the command line, with the sandbox: the rows
+    by (student, exercise), the paths, and what was seen around the run."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    paths = write_attack_submissions(tmp_path_factory.mktemp("attacks"),
+                                     listener.getsockname()[1])
+    watched = [paths["book"], paths["subs"], paths["canary"]]
+    before = _snapshot(*watched)
+    status = cli(["--root", str(paths["book"]), "grade", str(paths["subs"]), "--chapter", "toy",
+                  "--out", str(paths["csv"]), "--executed", str(paths["executed"]),
+                  "--timeout", str(ATTACK_TIMEOUT), "--cell-timeout", "5",
+                  "--check-timeout", "3", "--jobs", "2"])
+    right_after = paths["csv"].read_text()
+    left_right_after = _left_over()
+    time.sleep(3)  # what a detached process would do after grading, it would do now
+    with open(paths["csv"], newline="") as f:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    try:
+        listener.accept()
+        reached = True
+    except BlockingIOError:
+        reached = False
+    listener.close()
+    return {"status": status, "reached_grader": reached, "rows": rows, "paths": paths, "csv_right_after": right_after,
+            "before": before, "after": _snapshot(*watched),
+            "left": left_right_after + _left_over()}
+
+
+def _points(rows, student) -> dict:
+    return {ex: int(float(rows[student, ex]["points"])) for ex in FULL}
+
+
+ATTACK_NAMES = [a.name for a in _attacks({k: "/x" for k in ("book", "subs", "canary", "csv")})]
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_csv_has_one_row_per_student_and_exercise(graded):
-    rows, _ = graded
-    assert len(rows) == 5 * 3
-    assert set(next(iter(rows.values()))) == {"student", "exercise", "points", "max_points",
-                                              "feedback"}
+@pytest.mark.parametrize("name", ATTACK_NAMES)
+def test_each_submission_scores_what_its_honest_answers_earn(attacked, name):
+    attack = next(a for a in attacked["paths"]["attacks"] if a.name == name)
+    rows = attacked["rows"]
+    feedback = {ex: rows[name, ex]["feedback"] for ex in FULL}
+    assert _points(rows, name) == attack.expect, feedback
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_reference_solutions_score_full_marks(graded):
-    rows, _ = graded
-    for ex, pts in [("ex-toy-1", "2"), ("ex-toy-2", "1"), ("ex-toy-3", "1")]:
-        assert rows["ref", ex]["points"] == pts == rows["ref", ex]["max_points"]
-        assert rows["ref", ex]["feedback"] == "passed"
+def test_attack_run_gives_every_submission_its_rows(attacked):
+    assert attacked["status"] == 0
+    assert len(attacked["rows"]) == 3 * len(ATTACK_NAMES)
+    assert set(next(iter(attacked["rows"].values()))) == {
+        "student", "exercise", "points", "max_points", "feedback"}
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_planted_wrong_answer_loses_that_exercise_only(graded):
-    rows, _ = graded
-    bad = rows["wrong", "ex-toy-1"]
-    assert bad["points"] == "0"
-    assert "ex-toy-1" in bad["feedback"] and "expected the derivative 3*x**2" in bad["feedback"]
-    assert rows["wrong", "ex-toy-2"]["points"] == "1" and rows["wrong", "ex-toy-3"]["points"] == "1"
+def test_no_file_outside_the_sandboxes_changed(attacked):
+    assert attacked["after"] == attacked["before"]
+    assert not any(p.name != "file" for p in attacked["paths"]["canary"].iterdir())
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_raising_notebook_keeps_other_points(graded):
-    rows, _ = graded
-    assert rows["raising", "ex-toy-1"]["points"] == "0"
-    assert "ZeroDivisionError" in rows["raising", "ex-toy-1"]["feedback"]
-    assert rows["raising", "ex-toy-2"]["points"] == "1"
-    assert rows["raising", "ex-toy-3"]["points"] == "1"
+def test_no_process_outlives_grading_and_grades_stay(attacked):
+    assert attacked["left"] == []
+    assert attacked["paths"]["csv"].read_text() == attacked["csv_right_after"]
+    assert _points(attacked["rows"], "z_victim") == FULL
+
+
+def _outputs(attacked, student: str) -> str:
+    nb = nbformat.read(attacked["paths"]["executed"] / f"{student}.ipynb", as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.outputs)
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_looping_cell_is_interrupted_and_the_rest_graded(graded):
-    rows, _ = graded
-    assert rows["looping", "ex-toy-1"]["points"] == "0"
+def test_the_sandbox_shows_nothing_of_the_grader(attacked):
+    """What a submission saw: its own few processes (none of the grader's), a root with the
+    environment only, uid 65534, no network, no nested user namespace, no solution."""
+    seen = _outputs(attacked, "a_snoop")
+    processes = next(ln for ln in seen.splitlines() if ln.startswith("PROCESSES:"))
+    # the sandbox's own init (bubblewrap's), the worker, the kernel: none of the grader's
+    assert "pytest" not in processes and "attacks" not in seen and "grade" not in processes
+    assert int(processes.split()[1]) <= 4
+    root = next(ln for ln in seen.splitlines() if ln.startswith("ROOT:"))
+    assert "'home'" not in root and "'root'" in root  # /root: only the Python prefix in it
+    assert "UID: 65534" in seen and "NETWORK: reached" not in seen
+    assert "NETWORK: unreachable 127.0.0.1" in seen and not attacked["reached_grader"]
+    assert "NETWORK: unreachable 1.1.1.1" in seen and "NESTED USERNS: 1" in seen
+    assert "FOUND: []" in _outputs(attacked, "a_read_solutions")
+    threads = int(_outputs(attacked, "a_threads").split("THREADS:")[1].split()[0])
+    from attnclust.assignments.sandbox import Limits
+
+    assert 0 < threads < Limits().processes
+
+
+@pytest.mark.slow
+@pytest.mark.kernel
+def test_feedback_names_what_went_wrong(attacked):
+    rows = attacked["rows"]
+    assert rows["wrong", "ex-toy-1"]["feedback"] == "ex-toy-1: expected the derivative 4*x**3"
+    assert "ZeroDivisionError" in rows["raising", "ex-toy-2"]["feedback"]
     assert "CellTimeoutError" in rows["looping", "ex-toy-1"]["feedback"]
-    assert rows["looping", "ex-toy-2"]["points"] == "1"
-    assert rows["looping", "ex-toy-3"]["points"] == "1"
-
-
-@pytest.mark.slow
-@pytest.mark.kernel
-def test_untouched_student_edition_scores_zero(graded):
-    rows, _ = graded
-    assert [rows["blank", f"ex-toy-{i}"]["points"] for i in (1, 2, 3)] == ["0", "0", "0"]
+    assert "interrupted" in rows["stubborn", "ex-toy-3"]["feedback"]
     assert rows["blank", "ex-toy-3"]["feedback"] == (
         "ex-toy-3: not answered (the starter cell is unchanged)")
+    assert "the file is empty" in rows["empty", "ex-toy-1"]["feedback"]
+    assert "no list of cells" in rows["no_cells", "ex-toy-1"]["feedback"]
+    assert "not accepted" in rows["a_fakes", "ex-toy-1"]["feedback"]
+    assert "Zero" in rows["a_fakes", "ex-toy-1"]["feedback"]
+    assert "interrupted" in rows["a_hang_checker", "ex-toy-1"]["feedback"]
+    assert "pickle" not in rows["a_inject", "ex-toy-2"]["feedback"] or \
+        "not accepted" in rows["a_inject", "ex-toy-2"]["feedback"]
+    assert all(rows[name, ex]["feedback"] == "passed" for name in ("ref", "z_victim")
+               for ex in FULL)
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
-def test_notebook_that_never_finishes_is_stopped(graded, chapter):
-    """A loop that swallows the interrupt: the whole-notebook limit kills the kernel; checks
-    that ran before keep their points, the others get 0 with a time-limit feedback."""
-    _, out = graded
-    ref = nbformat.read(out / "instructor" / "toy.ipynb", as_version=4)
-    stubborn = _replace(ref, "ex_toy_3 =", "import time\nwhile True:\n    try:\n"
-                        "        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass")
-    grades = grade_notebook(stubborn, autograder_material(chapter), student="s",
-                            timeout=25, cell_timeout=5)
-    by = {g.exercise: g for g in grades}
-    assert by["ex-toy-1"].points == 2 and by["ex-toy-2"].points == 1
-    assert by["ex-toy-3"].points == 0
-    assert "ex-toy-3" in by["ex-toy-3"].feedback
-    assert "time limit" in by["ex-toy-3"].feedback or "interrupted" in by["ex-toy-3"].feedback
+def test_grading_without_a_sandbox_still_checks_outside_the_kernel(tmp_path):
+    """``unsafe``: no sandbox, but the checks still cannot be fooled by the kernel."""
+    book = tmp_path / "book"
+    (book / "chapters").mkdir(parents=True)
+    (book / "chapters" / "toy.md").write_text(ATTACK_TOY)
+    chapter = parse_chapter(book / "chapters" / "toy.md")
+    attack = next(a for a in _attacks({k: tmp_path for k in ("book", "subs", "canary",
+                                                             "csv")})
+                  if a.name == "a_monkeypatch")
+    nb = json.loads(_attack_notebook(student_notebook(chapter), attack))
+    honest = json.loads(_attack_notebook(student_notebook(chapter),
+                                         Attack("ref", FULL, HONEST)))
+    grades = grade_notebooks({"a_monkeypatch": nb, "ref": honest}, autograder_material(chapter),
+                             timeout=120, unsafe=True)
+    assert [g.points for g in grades] == [0, 0, 1, 2, 1, 1]
+    assert grades[0].feedback == "ex-toy-1: expected the derivative 4*x**3"
+    assert grades[1].feedback == "ex-toy-2: expected the mean 3.0"
 
 
 # ---- the real chapters -------------------------------------------------------------------
@@ -386,11 +1221,16 @@ def test_real_chapter_exercises_and_student_edition(stem):
         leaked = [ln for ln in ex.solution_lines if ln in student_lines and ln not in outside]
         assert not leaked, f"{ex.label}: solution text in the student edition: {leaked}"
         assert f"{ex.variable} = None  # YOUR ANSWER HERE" in student_lines
+    hidden = "\n".join(c.source for c in student_notebook(ch, hidden_checks=True).cells)
+    for check in (c for ex in ch.exercises.values() for c in ex.checks):
+        asserts = [ln for ln in check.splitlines() if ln.lstrip().startswith("assert")]
+        assert not any(ln in hidden for ln in asserts), f"{stem}: a check is not hidden"
 
 
 @pytest.mark.slow
 @pytest.mark.kernel
 def test_real_chapter_reference_solutions_score_full_marks():
+    """In the sandbox, with the checks run by the trusted checker from the chapter."""
     ch = parse_chapter(ROOT / "chapters" / f"{FASTEST_REAL}.md")
     material = autograder_material(ch)
     assert material["exercises"], f"{FASTEST_REAL} has no exercises"

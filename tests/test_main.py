@@ -78,6 +78,22 @@ def test_bad_size_is_a_usage_error(tiny_registry):
     assert exc.value.code == 2
 
 
+@pytest.mark.parametrize("dpi", ["0", "-3", "many"])
+def test_bad_dpi_is_a_one_line_usage_error(tiny_registry, tmp_path, capsys, dpi):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "tiny-line", "--out", str(tmp_path / "f"), "--dpi", dpi])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and "--dpi" in err, err
+    assert not (tmp_path / "f").exists()
+
+
+def test_unwritable_out_is_one_line_before_drawing(tiny_registry, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert cli.main(["reproduce", "tiny-line", "--out", str(tmp_path / "file" / "figs")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
+
+
 def test_no_subcommand_prints_help(capsys):
     assert cli.main([]) == 2
     assert "reproduce" in capsys.readouterr().out

@@ -2,11 +2,15 @@
 
 Two commands (``python -m attnclust.assignments --help``):
 
-* ``build --out DIR [--chapters STEM ...]`` writes, for each chapter, ``DIR/student/<stem>.ipynb``
-  (solutions replaced by a starter cell, check cells kept), ``DIR/instructor/<stem>.ipynb``
-  (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks).
-* ``grade SUBMISSIONS --chapter STEM --out grades.csv [--timeout S]`` runs every submitted
-  notebook in a fresh kernel and writes one CSV row per student and exercise.
+* ``build --out DIR [--chapters STEM ...] [--hidden-checks]`` writes, for each chapter,
+  ``DIR/student/<stem>.ipynb`` (solutions replaced by a starter cell, check cells kept, or,
+  with ``--hidden-checks``, saying in words what they verify), ``DIR/instructor/<stem>.ipynb``
+  (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks,
+  and the chapter's code that the checker runs).
+* ``grade SUBMISSIONS --chapter STEM --out grades.csv [--timeout S] [--unsafe]`` runs every
+  submitted notebook in a sandbox (:mod:`.sandbox`) and a fresh kernel, takes its answers
+  out as data (:mod:`.answers`), runs the chapter's checks on them in a trusted process
+  (``_checker.py``) and writes one CSV row per student and exercise.
 
 The chapters' MyST sources (``chapters/*.md``) are the only source of truth
 (:mod:`.source`); the editions are made in :mod:`.editions`, the grading in :mod:`.grading`.
@@ -19,7 +23,8 @@ time limits, but brings a course directory, an SQL gradebook with registered stu
 47 more packages (among them JupyterLab, Notebook 7, Jupyter Server, Alembic) into the book's
 environment, and exports per-assignment totals rather than per-exercise points with
 feedback. Both execute notebooks with nbclient; this package uses nbclient directly, with
-the book's own exercise format.
+the book's own exercise format, and isolates each notebook with bubblewrap (no daemon, no
+image, no root needed) rather than Docker.
 
 The package imports its submodules (and so nbformat, jupytext, nbclient) on first use of a
 name below, so that ``import attnclust.assignments`` and the command line's argument parsing
@@ -35,8 +40,11 @@ from pathlib import Path
 _EXPORTS = {
     "autograder_material": "editions", "instructor_notebook": "editions",
     "student_notebook": "editions", "write_editions": "editions",
-    "ExerciseGrade": "grading", "discover_submissions": "grading", "grade_notebook": "grading",
-    "grade_submissions": "grading", "prepare_submission": "grading", "write_csv": "grading",
+    "ExerciseGrade": "grading", "GradingError": "grading", "check_output_path": "grading",
+    "discover_submissions": "grading", "grade_notebook": "grading",
+    "grade_notebooks": "grading", "grade_submissions": "grading",
+    "prepare_submission": "grading", "read_submission": "grading",
+    "validate_material": "grading", "write_csv": "grading",
     "Chapter": "source", "Exercise": "source", "parse_chapter": "source",
 }
 """Public name -> the submodule that defines it (imported on first access)."""

@@ -1,7 +1,10 @@
 """Command line: ``python -m attnclust.assignments build|grade ...`` (see ``--help``).
 
 Parsing the arguments needs only the standard library; each command first checks that the
-``[assignments]`` extra is installed and otherwise exits with one line saying so.
+``[assignments]`` extra is installed and otherwise exits with one line saying so. Every
+error is one line on standard error and a non-zero exit status (2 for a usage error, 1 for
+anything else), never a traceback; ``ATTNCLUST_DEBUG=1`` shows the traceback of an
+unexpected error.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
+from .._cli import OneLineParser, fail, positive_float, positive_int
 from . import EXTRA_MODULES
 
 
@@ -24,38 +29,69 @@ def require_extra() -> None:
                  f"{', '.join(missing)}); install it with: pip install 'attnclust[assignments]'")
 
 
+class CommandError(Exception):
+    """An error of a command's input, reported as one line."""
+
+
+def _chapter_source(root: Path, stem: str) -> Path:
+    if not root.is_dir():
+        raise CommandError(f"--root {root}: no such folder")
+    src = root / "chapters" / f"{stem}.md"
+    if not src.is_file():
+        raise CommandError(f"no chapter source {src} (is --root the book's root folder, and "
+                           f"{stem!r} a chapter?)")
+    return src
+
+
 def _material(args) -> dict:
+    from .grading import validate_material
+
     if args.material:
-        return json.loads(Path(args.material).read_text())
+        path = Path(args.material)
+        if not path.is_file():
+            raise CommandError(f"--material {path}: no such file")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CommandError(f"--material {path} is not valid JSON ({e})") from e
+        material = validate_material(data, f"--material {path}")
+        if material["chapter"] != args.chapter:
+            raise CommandError(f"--material {path} is for the chapter "
+                               f"{material['chapter']!r}, not {args.chapter!r}")
+        return material
     from .editions import autograder_material
     from .source import parse_chapter
 
-    src = Path(args.root) / "chapters" / f"{args.chapter}.md"
-    if not src.exists():
-        sys.exit(f"no chapter source {src}")
-    return autograder_material(parse_chapter(src))
+    return autograder_material(parse_chapter(_chapter_source(Path(args.root), args.chapter)))
 
 
 def cmd_build(args) -> int:
     require_extra()
     from . import course_chapters
     from .editions import write_editions
+    from .grading import check_output_path
     from .source import parse_chapter
 
     root = Path(args.root)
+    if not args.chapters and not (root / "_toc.yml").is_file():
+        raise CommandError(f"--root {root} has no _toc.yml: give the book's root folder, or "
+                           "name the chapters with --chapters")
     stems = args.chapters or course_chapters(root)
+    check_output_path(args.out, folder=True)
     status = 0
     for stem in stems:
-        src = root / "chapters" / f"{stem}.md"
-        if not src.exists():
-            print(f"{stem}: no such chapter ({src})", file=sys.stderr)
+        try:
+            src = _chapter_source(root, stem)
+        except CommandError as e:
+            fail(e)
             status = 1
             continue
         chapter = parse_chapter(src)
-        paths = write_editions(chapter, args.out)
+        paths = write_editions(chapter, args.out, hidden_checks=args.hidden_checks)
         n = len(chapter.exercises)
+        hidden = " (checks hidden)" if args.hidden_checks else ""
         print(f"{stem}: {n} exercise{'s' * (n != 1)}, {chapter.total_points:g} points -> "
-              f"{paths['student']}, {paths['instructor']}")
+              f"{paths['student']}{hidden}, {paths['instructor']}")
         for problem in chapter.problems:
             print(f"  warning: {stem}: {problem}", file=sys.stderr)
         if n == 0:
@@ -65,53 +101,88 @@ def cmd_build(args) -> int:
 
 def cmd_grade(args) -> int:
     require_extra()
-    from .grading import grade_submissions, write_csv
+    from tqdm.auto import tqdm
 
+    from .grading import (check_output_path, discover_submissions, grade_submissions,
+                          require_sandbox, write_csv)
+    from .sandbox import Limits
+
+    subs = discover_submissions(args.submissions, args.chapter)
     material = _material(args)
     if not material["exercises"]:
-        sys.exit(f"chapter {material['chapter']} has no exercises")
-    grades = grade_submissions(args.submissions, material, timeout=args.timeout,
-                               cell_timeout=args.cell_timeout, jobs=args.jobs,
-                               executed_dir=args.executed)
-    if not grades:
-        sys.exit(f"no submissions for chapter {material['chapter']} in {args.submissions}")
-    write_csv(grades, args.out)
+        raise CommandError(f"chapter {material['chapter']} has no exercises")
+    if not subs:
+        raise CommandError(f"no submissions for chapter {material['chapter']} in "
+                           f"{args.submissions}")
+    out = check_output_path(args.out)
+    if args.executed:
+        check_output_path(args.executed, folder=True)
+    hidden = [p for p in (Path(args.root) / "chapters", args.material, args.out,
+                          args.executed, args.submissions) if p]
+    if args.unsafe:
+        print("warning: --unsafe: the submissions run without a sandbox, as your user, and "
+              "see what you see", file=sys.stderr)
+    else:
+        require_sandbox(hidden)
+    bar = tqdm(total=len(subs), desc="grading", unit="notebook", file=sys.stderr,
+               disable=None)
+    try:
+        grades = grade_submissions(
+            args.submissions, material, timeout=args.timeout, cell_timeout=args.cell_timeout,
+            check_timeout=args.check_timeout, jobs=args.jobs, executed_dir=args.executed,
+            unsafe=args.unsafe, hidden=hidden,
+            limits=Limits(memory_bytes=int(args.memory * (1 << 30))),
+            progress=lambda student: bar.update())
+    finally:
+        bar.close()
+    write_csv(grades, out)
     totals: dict[str, float] = {}
     for g in grades:
         totals[g.student] = totals.get(g.student, 0.0) + g.points
     full = float(material["total_points"])
     for student, pts in totals.items():
         print(f"{student}: {pts:g}/{full:g}")
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
     return 0
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
     """Add ``--root`` and the ``build`` and ``grade`` subcommands to ``p``."""
     p.add_argument("--root", default=".", help="book root (holds _toc.yml and chapters/)")
-    sub = p.add_subparsers(dest="assignments_command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="assignments_command", required=True, metavar="COMMAND",
+                           parser_class=OneLineParser)
 
     b = sub.add_parser("build", help="write student and instructor notebooks and the "
                                      "autograder material")
     b.add_argument("--out", required=True, help="output folder")
     b.add_argument("--chapters", nargs="*", help="chapter stems (default: the Theory and "
                                                  "Experiments chapters of _toc.yml)")
-    b.set_defaults(func=cmd_build)
+    b.add_argument("--hidden-checks", action="store_true",
+                   help="for graded use: the student edition says what each check verifies, "
+                        "without its code and expected values")
+    b.set_defaults(func=_guarded(cmd_build))
 
     g = sub.add_parser("grade", help="grade a folder of submitted notebooks into a CSV")
     g.add_argument("submissions", help="folder: <student>__<chapter>.ipynb, <student>.ipynb "
                                        "or <student>/<chapter>.ipynb")
     g.add_argument("--chapter", required=True, help="chapter stem, e.g. mixtures")
     g.add_argument("--out", default="grades.csv", help="CSV to write (default grades.csv)")
-    g.add_argument("--timeout", type=float, default=600.0,
+    g.add_argument("--timeout", type=positive_float, default=600.0,
                    help="time limit per notebook in seconds (default 600)")
-    g.add_argument("--cell-timeout", type=float, default=None,
+    g.add_argument("--cell-timeout", type=positive_float, default=None,
                    help="time limit per cell in seconds (default: --timeout)")
-    g.add_argument("--jobs", type=int, default=1, help="notebooks graded at a time")
+    g.add_argument("--check-timeout", type=positive_float, default=60.0,
+                   help="time limit of one check on one student's answers (default 60)")
+    g.add_argument("--jobs", type=positive_int, default=1, help="notebooks graded at a time")
+    g.add_argument("--memory", type=positive_float, default=8.0,
+                   help="address space of each process of a submission, in GiB (default 8)")
     g.add_argument("--material", help="autograder JSON written by build (default: read the "
                                       "checks from chapters/<chapter>.md)")
     g.add_argument("--executed", help="folder where the executed notebooks are saved")
-    g.set_defaults(func=cmd_grade)
+    g.add_argument("--unsafe", action="store_true",
+                   help="grade without a sandbox where none can be made (the notebooks run "
+                        "as your user and see your files: only for notebooks you trust)")
+    g.set_defaults(func=_guarded(cmd_grade))
 
 
 _DESCRIPTION = "Student/instructor notebooks and autograding of the book's exercises."
@@ -124,8 +195,31 @@ def add_parser(sub) -> None:
                               description=_DESCRIPTION))
 
 
+def _guarded(command):
+    """``command`` (args -> exit status) with every error reported as one line."""
+
+    def run(args) -> int:
+        from .sandbox import SandboxUnavailable
+
+        try:
+            return command(args)
+        except KeyboardInterrupt:
+            return fail("interrupted", 130)
+        except (CommandError, SandboxUnavailable, ValueError, OSError) as e:
+            if os.environ.get("ATTNCLUST_DEBUG"):
+                raise
+            return fail(e)
+        except Exception as e:  # noqa: BLE001 -- one line, not a traceback, even for a bug
+            if os.environ.get("ATTNCLUST_DEBUG"):
+                raise
+            return fail(f"unexpected {type(e).__name__}: {e} (ATTNCLUST_DEBUG=1 shows where)")
+
+    run.__name__ = command.__name__
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnclust.assignments", description=_DESCRIPTION)
+    p = OneLineParser(prog="python -m attnclust.assignments", description=_DESCRIPTION)
     _configure(p)
     args = p.parse_args(argv)
     return args.func(args)

@@ -1,55 +1,114 @@
-"""Execute one prepared submission notebook and stream what happens to a JSON-lines file.
+"""Execute one prepared submission notebook and stream what happens as JSON lines.
 
-Run as a script by :mod:`attnclust.assignments.grading` in its own process (it imports only
-nbformat and nbclient, not attnclust, so it starts fast):
+Run as a script by :mod:`attnclust.assignments.grading`, inside the sandbox
+(:mod:`attnclust.assignments.sandbox`) or, with ``--unsafe``, as a plain process. It imports
+only the standard library, nbformat and nbclient (not attnclust), so it starts fast. It
+reads one JSON job, a line on standard input::
 
-    python _worker.py NOTEBOOK RESULTS.jsonl CELL_TIMEOUT [EXECUTED.ipynb]
+    {"notebook": {...}, "cell_timeout": s, "executed": bool, "rlimits": {...},
+     "workdir": path, "mime": the MIME type of the answers that _export.py displays}
 
-Every code cell runs with ``allow_errors`` (an error in one cell does not stop the others) and
-a per-cell time limit; a cell over its limit is interrupted (SIGINT) and recorded as an error,
-and execution goes on. Each event is appended to RESULTS as soon as it happens, so the parent
-keeps everything recorded before it kills this process at the whole-notebook time limit:
+applies the resource limits, writes the notebook into ``workdir`` (a private copy, the
+kernel's working folder) and runs it with nbclient: every code cell with ``allow_errors``
+(an error in one cell does not stop the others) and a per-cell time limit (a cell over it
+is interrupted with SIGINT and recorded as an error, and execution goes on). Events go to
+standard output, one JSON object a line, as they happen, so the grader keeps everything
+recorded before it stops the sandbox at the whole-notebook time limit:
 
-    {"event": "kernel", "pid": ...}                       kernel started
-    {"event": "check", "index": i, "label": ..., "status": "ok"|"error", "ename", "evalue"}
-    {"event": "error", "index": i, "ename", "evalue"}     a non-check cell raised
-    {"event": "done"} | {"event": "dead", "error": ...}   end of the notebook / kernel died
+    {"event": "answer", "label", "occurrence", "index", "values"}   an export cell's data
+    {"event": "export_error", "label", "occurrence", "index", "ename", "evalue"}
+    {"event": "error", "index", "ename", "evalue"}             another cell raised
+    {"event": "done"} | {"event": "dead", "error": ...}        end of the notebook / kernel died
+    {"event": "executed", "notebook": {...}}                   if asked, at the very end
+
+Everything here runs next to the student's code and may be tampered with: the grader
+treats these events as untrusted data (an answer event is only an answer, which the
+trusted checker then checks).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable
 
 
-def main(argv: list[str]) -> int:
+
+def apply_rlimits(rlimits: dict[str, int]) -> None:
+    """Set soft and hard limits ``{RLIMIT name: value}`` on this process and its children."""
+    import resource
+
+    for name, value in rlimits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+MAX_EXECUTED_BYTES = 32 << 20
+"""Executed notebooks larger than this are saved without their outputs."""
+
+
+def events_stream():
+    """Standard output for the events only: fd 1 is re-pointed at standard error, so that
+    whatever else writes there (the kernel inherits it) cannot interleave with them."""
+    stream = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def begin() -> tuple[dict, Callable[..., None]]:
+    """Read the job (the first line of standard input), set its resource limits, and return
+    it with ``emit(**event)``, which writes one event (a JSON line) to the events stream."""
+    job = json.loads(sys.stdin.readline())
+    if job.get("rlimits"):
+        apply_rlimits(job["rlimits"])
+    events = events_stream()
+
+    def emit(**event) -> None:
+        events.write(json.dumps(event) + "\n")
+        events.flush()
+
+    return job, emit
+
+
+def _strip_answers(nb, mime: str) -> None:
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if mime in data:
+                data.pop(mime)
+                data["text/plain"] = "(answers handed to the grader)"
+
+
+def main() -> int:
+    job, emit = begin()
+
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    nb_path, results_path, cell_timeout = argv[0], argv[1], float(argv[2])
-    executed_path = argv[3] if len(argv) > 3 else None
-    nb = nbformat.read(nb_path, as_version=4)
-    out = open(results_path, "a", buffering=1)
-
-    def emit(**event) -> None:
-        out.write(json.dumps(event) + "\n")
-        out.flush()
+    workdir = job["workdir"]
+    os.makedirs(workdir, exist_ok=True)
+    os.makedirs(os.environ.get("HOME", workdir), exist_ok=True)
+    nb = nbformat.from_dict(job["notebook"])
+    nbformat.write(nb, os.path.join(workdir, "submission.ipynb"))
+    cell_timeout, mime = float(job["cell_timeout"]), job["mime"]
 
     def on_cell_executed(cell, cell_index, execute_reply):
         content = (execute_reply or {}).get("content", {})
         status = content.get("status", "ok")
-        info = cell.metadata.get("attnclust", {})
-        if "check" in info:
-            emit(event="check", index=cell_index, label=info["check"], status=status,
-                 ename=content.get("ename", ""), evalue=content.get("evalue", ""))
+        export = cell.metadata.get("attnclust", {}).get("export")
+        error = {"ename": content.get("ename", ""), "evalue": content.get("evalue", "")}
+        if export:
+            found = [o["data"][mime] for o in cell.get("outputs", [])
+                     if mime in o.get("data", {})]
+            if status == "ok" and found:
+                emit(event="answer", index=cell_index, label=export["label"],
+                     occurrence=export["occurrence"], values=found[-1].get("values", {}))
+            else:
+                emit(event="export_error", index=cell_index, label=export["label"],
+                     occurrence=export["occurrence"], **error)
         elif status != "ok":
-            emit(event="error", index=cell_index, ename=content.get("ename", ""),
-                 evalue=content.get("evalue", ""))
-
-    def on_notebook_start(notebook):
-        pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
-        emit(event="kernel", pid=pid)
+            emit(event="error", index=cell_index, **error)
 
     client = NotebookClient(
         nb,
@@ -66,8 +125,7 @@ def main(argv: list[str]) -> int:
         startup_timeout=120,
         record_timing=False,
         on_cell_executed=on_cell_executed,
-        on_notebook_start=on_notebook_start,
-        resources={"metadata": {"path": "."}},
+        resources={"metadata": {"path": workdir}},
     )
     code = 0
     try:
@@ -76,18 +134,20 @@ def main(argv: list[str]) -> int:
     except DeadKernelError as e:
         emit(event="dead", error=f"the kernel died: {e}")
         code = 2
-    except Exception as e:  # noqa: BLE001 -- report anything, the parent grades what it has
+    except Exception as e:  # noqa: BLE001 -- report anything, the grader grades what it has
         emit(event="dead", error=f"{type(e).__name__}: {e}")
         code = 3
-    finally:
-        if executed_path:
-            try:
-                nbformat.write(nb, executed_path)
-            except Exception:  # noqa: BLE001
-                pass
-        out.close()
+    if job.get("executed"):
+        _strip_answers(nb, mime)
+        text = nbformat.writes(nb)
+        if len(text) > MAX_EXECUTED_BYTES:
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = []
+            text = nbformat.writes(nb)
+        emit(event="executed", notebook=json.loads(text))
     return code
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

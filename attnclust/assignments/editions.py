@@ -7,8 +7,12 @@ exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title
 ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
 ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
-both, visible, so students can check themselves; when grading, the grader puts the
-authoritative checks back from the chapter source whatever the student did to them.
+both, visible, so students can check themselves, unless the student edition is made with
+``hidden_checks`` (for graded use): each check cell then keeps only its header line and says
+in words what it verifies (the chapter's ``# verifies:`` lines), without the code and the
+expected values. The instructor edition and the autograder material always keep the
+checks; when grading, the checks run outside the student's kernel, from the chapter source
+(:mod:`.grading`), whatever the student did to the check cells.
 
 This is its own processing step on purpose: sphinx-exercise's ``hide_solutions`` option
 crashes the HTML build on gated solutions, and it only concerns HTML anyway.
@@ -22,10 +26,10 @@ from pathlib import Path
 import nbformat
 
 from .markdown import to_jupyter
-from .source import Chapter, Exercise
+from .source import Chapter, Exercise, check_description, check_header
 
-__all__ = ["STARTER_MARK", "autograder_material", "instructor_notebook", "student_notebook",
-           "write_editions"]
+__all__ = ["STARTER_MARK", "autograder_material", "hidden_check_source", "instructor_notebook",
+           "student_notebook", "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -64,7 +68,20 @@ def _check_cell(piece_source: str, template, label: str) -> nbformat.NotebookNod
     return cell
 
 
-def _prompt(ex: Exercise) -> str:
+def hidden_check_source(source: str, ex: Exercise) -> str:
+    """A check cell of the student edition with hidden checks: its header line, then what
+    it verifies in words (its ``# verifies:`` lines, or a general sentence), as comments."""
+    label, points = check_header(source)
+    words = check_description(source) or (
+        f"your answer `{ex.variable}` to exercise {ex.number}, against the chapter's own "
+        "computation")
+    return (f"# check {label} points={points:g}\n"
+            f"# What the grader verifies: {words.rstrip('.')}.\n"
+            "# The check itself runs when your notebook is graded; this edition does not "
+            "show it.")
+
+
+def _prompt(ex: Exercise, hidden: bool = False) -> str:
     how = {
         "derivation": "Derive it (SymPy helps) in the cell below, adding cells as needed",
         "coding": "Write your code in the cell below, adding cells as needed",
@@ -72,25 +89,31 @@ def _prompt(ex: Exercise) -> str:
                           "e.g. `\"a\"`",
     }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
     return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). {how}; store your answer "
-            f"in `{ex.variable}`. The check cell after it tells you whether it is right.")
+            f"in `{ex.variable}`. The check cell after it "
+            + ("says what the grader verifies." if hidden else "tells you whether it is right."))
 
 
-def _intro(chapter: Chapter, student: bool) -> str:
+def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
     n, pts = len(chapter.exercises), f"{chapter.total_points:g}"
     if student:
+        check = ("the check cell after it says what the grader verifies (the check itself "
+                 "runs when your notebook is graded)" if hidden else
+                 "the check cell after it tells you whether your answer is right")
         return (f"*Student edition of the chapter `{chapter.stem}` of the attnclust book: "
                 f"{n} exercises, {pts} points.* For each exercise, replace the starter cell "
-                f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; the "
-                "check cell after it tells you whether your answer is right. Run the whole "
+                f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
+                f"{check}. Answers are numbers, strings (for the multiple-choice "
+                "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
                 "notebook from the top before handing it in." + GLUE_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
             f"{n} exercises, {pts} points, with the reference solutions.*" + GLUE_NOTE)
 
 
-def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
+def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat.NotebookNode:
     nb = _new_nb(chapter)
     macros = chapter.refs.macro_definitions() if chapter.refs else ""
-    nb.cells.append(nbformat.v4.new_markdown_cell(_intro(chapter, student) + (f"\n\n{macros}" if macros else "")))
+    intro = _intro(chapter, student, hidden)
+    nb.cells.append(nbformat.v4.new_markdown_cell(intro + (f"\n\n{macros}" if macros else "")))
     md: list[str] = []
 
     def flush() -> None:
@@ -107,7 +130,7 @@ def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
             nb.cells.append(_code_cell(p.source, p.cell))
         elif p.kind == "answer":
             if student:
-                md.append(_prompt(ex))
+                md.append(_prompt(ex, hidden))
                 flush()
                 nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",
                                            extra_meta={"attnclust": {"answer": ex.label}}))
@@ -123,14 +146,16 @@ def _assemble(chapter: Chapter, student: bool) -> nbformat.NotebookNode:
                                            {"attnclust": {"solution": p.label}}))
         elif p.kind == "check":
             flush()
-            nb.cells.append(_check_cell(p.source, p.cell, p.label))
+            source = hidden_check_source(p.source, ex) if hidden else p.source
+            nb.cells.append(_check_cell(source, p.cell, p.label))
     flush()
     return nb
 
 
-def student_notebook(chapter: Chapter) -> nbformat.NotebookNode:
-    """The chapter without its solutions: a prompt and a starter cell in place of each."""
-    return _assemble(chapter, student=True)
+def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.NotebookNode:
+    """The chapter without its solutions: a prompt and a starter cell in place of each;
+    with ``hidden_checks``, each check cell says what it verifies instead of its code."""
+    return _assemble(chapter, student=True, hidden=hidden_checks)
 
 
 def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
@@ -138,9 +163,16 @@ def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
     return _assemble(chapter, student=False)
 
 
+MATERIAL_FORMAT = 2
+"""Version of the autograder material's layout (2: with the chapter's ``program``)."""
+
+
 def autograder_material(chapter: Chapter) -> dict:
-    """What grading needs, as JSON-able data: each exercise's label, variable, points, checks."""
+    """What grading needs, as JSON-able data: each exercise's label, variable, kind, points
+    and checks, and the ``program`` that the trusted checker runs (the chapter's narrative
+    code and checks in order, without the solutions: :meth:`.Chapter.program`)."""
     return {
+        "format": MATERIAL_FORMAT,
         "chapter": chapter.stem,
         "total_points": chapter.total_points,
         "exercises": [
@@ -148,12 +180,15 @@ def autograder_material(chapter: Chapter) -> dict:
              "variable": e.variable, "points": e.points, "checks": e.checks}
             for e in chapter.exercises.values()
         ],
+        "program": chapter.program(),
     }
 
 
-def write_editions(chapter: Chapter, out: str | Path) -> dict[str, Path]:
-    """Write ``out/student/<stem>.ipynb``, ``out/instructor/<stem>.ipynb`` and
-    ``out/autograder/<stem>.json``; return the three paths."""
+def write_editions(chapter: Chapter, out: str | Path,
+                   hidden_checks: bool = False) -> dict[str, Path]:
+    """Write ``out/student/<stem>.ipynb`` (with ``hidden_checks``, its checks in words),
+    ``out/instructor/<stem>.ipynb`` and ``out/autograder/<stem>.json``; return the three
+    paths."""
     out = Path(out)
     paths = {
         "student": out / "student" / f"{chapter.stem}.ipynb",
@@ -162,7 +197,7 @@ def write_editions(chapter: Chapter, out: str | Path) -> dict[str, Path]:
     }
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(student_notebook(chapter), paths["student"])
+    nbformat.write(student_notebook(chapter, hidden_checks), paths["student"])
     nbformat.write(instructor_notebook(chapter), paths["instructor"])
     paths["autograder"].write_text(json.dumps(autograder_material(chapter), indent=1) + "\n")
     return paths

@@ -3,8 +3,8 @@
 :data:`EXAMPLE_CHAPTER` is a three-exercise chapter in the book's exercise format; it imports
 only NumPy and SymPy, so a kernel runs it in a second or two. :func:`run_example` builds its
 editions in a folder, makes two submissions (the reference solutions, and a student edition
-with one wrong answer and one answer that raises), grades the folder and returns the rows of
-the CSV.
+with one wrong answer and one answer that raises), grades the folder (in the sandbox when
+this machine can make one) and returns the rows of the CSV.
 """
 
 from __future__ import annotations
@@ -105,12 +105,20 @@ STUDENT_ANSWERS = {
 """What the planted student writes in each starter cell."""
 
 
-def run_example(folder: str | Path, *, timeout: float = 120.0, jobs: int = 2) -> dict:
-    """Build, submit and grade the toy chapter under ``folder``.
+def run_example(folder: str | Path, *, timeout: float = 120.0, jobs: int = 2,
+                unsafe: bool | None = None) -> dict:
+    """Build, submit and grade the toy chapter under ``folder``; ``unsafe``: grade without
+    a sandbox (default: only where none can be made, :func:`.sandbox.probe`).
 
     Returns ``{"rows": [csv rows as dicts], "seconds": grading time, "paths": editions,
-    "csv": path, "student_cell": the starter cell of ex-toy-1}``.
+    "csv": path, "student_cell": the starter cell of ex-toy-1, "sandboxed": bool,
+    "no_sandbox_reason": why there was none, or None}``.
     """
+    from .sandbox import probe
+
+    reason = probe()
+    if unsafe is None:
+        unsafe = reason is not None
     folder = Path(folder)
     (folder / "chapters").mkdir(parents=True, exist_ok=True)
     src = folder / "chapters" / "toy.md"
@@ -130,13 +138,14 @@ def run_example(folder: str | Path, *, timeout: float = 120.0, jobs: int = 2) ->
     from .editions import autograder_material
 
     t0 = time.monotonic()
-    grades = grade_submissions(subs, autograder_material(chapter), timeout=timeout, jobs=jobs)
+    grades = grade_submissions(subs, autograder_material(chapter), timeout=timeout, jobs=jobs,
+                               unsafe=unsafe, hidden=[folder / "chapters"])
     seconds = time.monotonic() - t0
     csv_path = write_csv(grades, folder / "grades.csv")
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     return {"rows": rows, "seconds": seconds, "paths": paths, "csv": csv_path,
-            "student_cell": starter}
+            "student_cell": starter, "sandboxed": not unsafe, "no_sandbox_reason": reason}
 
 
 def rows_to_html(rows: list[dict], columns: list[str] | None = None) -> str:

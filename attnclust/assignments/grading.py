@@ -2,48 +2,91 @@
 
 For each submission:
 
-1. **Prepare.** Outputs are cleared. Every check cell of the submission (tagged ``check`` or
-   starting with ``# check <label> points=N``) gets back the authoritative source of that
-   check, read from the chapter (a student may have edited or deleted it); checks that the
-   submission lost are appended at the end; a check cell of an unknown label is dropped.
-2. **Execute** in a fresh Jupyter kernel (nbclient), in a separate process, with
-   ``allow_errors``: a cell that raises does not stop the next ones, so an exercise that
-   raises costs only its own points. A cell that runs longer than ``cell_timeout`` is
-   interrupted and execution goes on; the whole notebook gets ``timeout`` seconds, after
-   which the kernel and the process are killed. Checks that ran before are kept; those that
-   had not run get 0 points, with feedback saying so.
-3. **Score.** An exercise gets its points when all of its checks ran without error, else 0;
-   the feedback is the check's assertion message (which names the exercise and what was
-   expected), or the error that stopped the check.
+1. **Prepare.** The notebook is read whatever its shape (a notebook that cannot be read, or
+   is not a notebook, gets 0 on every exercise with the reason). Its cells are rebuilt
+   clean (outputs and metadata dropped); every check cell (tagged ``check`` or starting
+   with ``# check <label> points=N``) becomes an *export cell* that hands the answer
+   variables the check reads to the grader, as data (``_export.py``); checks that the
+   submission lost get an export cell at the end; a check cell of an unknown label is
+   dropped.
+2. **Execute** in a sandbox (:mod:`.sandbox`: no network, no view of the course material,
+   the solutions, the other submissions or the grader, an unprivileged user, resource
+   limits, every process killed at the end), in a fresh Jupyter kernel (nbclient), with
+   ``allow_errors``: a cell that raises does not stop the next ones. A cell that runs longer
+   than ``cell_timeout`` is interrupted and execution goes on; the whole notebook gets
+   ``timeout`` seconds, after which the sandbox is killed. Answers exported before are kept.
+3. **Check.** Once every submission has run, one trusted checker process (:mod:`._checker`,
+   itself sandboxed) runs the chapter's own narrative code from the autograder material and,
+   at each check, the check's source on each student's decoded answers
+   (:mod:`.answers`: plain numbers, strings, arrays, SymPy objects; no pickles, no code).
+   Nothing a submission does to builtins, modules or IPython reaches the checks.
+4. **Score.** An exercise gets its points when all of its checks passed, else 0; the
+   feedback is the check's assertion message (which names the exercise and what was
+   expected), or why the check could not run.
 
-No Docker, no database: everything runs as the current user on the current machine, with the
-Python environment of the grader (so the kernel sees attnclust). This is not a sandbox;
-grade only notebooks you are willing to run.
+Where no sandbox can be made (:func:`.sandbox.probe`), grading stops and says why, unless
+``unsafe=True`` (``--unsafe``): the notebooks then run as the grader's user, seeing what it
+sees; the checks still run outside their kernels.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
+import queue
+import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from . import sandbox
+from ._export import _ATTNCLUST_MIME as MIME
 from .source import check_header
 
-__all__ = ["ExerciseGrade", "discover_submissions", "grade_notebook", "grade_submissions",
-           "prepare_submission", "unanswered", "write_csv"]
+__all__ = ["ExerciseGrade", "GradingError", "check_output_path", "discover_submissions",
+           "grade_notebook", "grade_notebooks", "grade_submissions", "prepare_submission",
+           "read_submission", "require_sandbox", "unanswered", "validate_material",
+           "write_csv"]
 
 WORKER = Path(__file__).with_name("_worker.py")
+EXPORT_SOURCE = Path(__file__).with_name("_export.py").read_text()
 CSV_FIELDS = ["student", "exercise", "points", "max_points", "feedback"]
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a whole notebook may run (``--timeout``)."""
+
+DEFAULT_CHECK_TIMEOUT = 60.0
+"""Seconds one check may run on one student's answers (``--check-timeout``)."""
+
+MAX_NOTEBOOK_BYTES = 256 << 20
+"""Larger submission files are not read (0 points, with the reason)."""
+
+MAX_OUTPUT_BYTES = 256 << 20
+"""What one sandbox may send back (answers and, with ``--executed``, the executed
+notebook); past it the sandbox is stopped and the answers sent so far are kept."""
+
+MAX_LINE_BYTES = 128 << 20
+"""Longest event line read from a sandbox."""
+
+FEEDBACK_CHARS = 500
+"""Feedback quoting a submission's own messages is cut to this length."""
+
+
+class GradingError(ValueError):
+    """A problem with the grader's input (paths, material, options) that stops grading
+    before any notebook runs; the message is one line."""
 
 
 @dataclass
@@ -66,48 +109,186 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def prepare_submission(nb: nbformat.NotebookNode, material: dict) -> nbformat.NotebookNode:
-    """The notebook that is executed: outputs cleared, authoritative checks in place.
+def _clip(text: object) -> str:
+    """One line of at most :data:`FEEDBACK_CHARS` characters."""
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS - 1] + "…"
+
+
+def positive_seconds(value: object, name: str) -> float:
+    """``value`` as a finite positive number of seconds.
+
+    Raises:
+        GradingError: otherwise (0, negative, NaN, infinite, not a number), naming ``name``.
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        raise GradingError(f"{name} must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+# ---- the autograder material ---------------------------------------------------------------
+
+def validate_material(material: object, source: str = "the autograder material") -> dict:
+    """``material`` if it is autograder material as :func:`.editions.autograder_material`
+    writes it (labels, variables, points, checks and the chapter's ``program``).
+
+    Raises:
+        GradingError: it is not, with what is wrong.
+    """
+    def bad(why: str) -> GradingError:
+        return GradingError(f"{source} is not autograder material written by `build` "
+                            f"({why}); rebuild it with: python -m attnclust.assignments "
+                            "build --out DIR --chapters STEM")
+
+    if not isinstance(material, dict):
+        raise bad("not a JSON object")
+    if not isinstance(material.get("chapter"), str) or not material["chapter"]:
+        raise bad("no chapter name")
+    exercises = material.get("exercises")
+    if not isinstance(exercises, list):
+        raise bad("no list of exercises")
+    labels = set()
+    for ex in exercises:
+        if not (isinstance(ex, dict) and isinstance(ex.get("label"), str)
+                and isinstance(ex.get("variable"), str) and isinstance(ex.get("kind", ""), str)
+                and isinstance(ex.get("points"), (int, float))
+                and not isinstance(ex.get("points"), bool) and ex["points"] >= 0
+                and isinstance(ex.get("checks"), list)
+                and all(isinstance(c, str) for c in ex["checks"])):
+            raise bad("an exercise without label, variable, points or checks")
+        labels.add(ex["label"])
+    program = material.get("program")
+    if not isinstance(program, list):
+        raise bad("no program: written by an older version")
+    for item in program:
+        ok = isinstance(item, dict) and isinstance(item.get("source"), str)
+        if ok and item.get("kind") == "check":
+            ok = (item.get("label") in labels and isinstance(item.get("occurrence"), int)
+                  and isinstance(item.get("names"), list)
+                  and all(isinstance(n, str) for n in item["names"]))
+        elif ok:
+            ok = item.get("kind") == "code"
+        if not ok:
+            raise bad("a malformed program item")
+    material.setdefault("total_points", sum(float(e["points"]) for e in exercises))
+    return material
+
+
+# ---- reading and preparing a submission --------------------------------------------------
+
+def read_submission(path: str | Path) -> dict:
+    """The notebook in ``path`` as a dict (nbformat 4; older formats converted).
+
+    Raises:
+        GradingError: the file is too large, not text, not JSON, or not a notebook.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise GradingError(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+    if size == 0:
+        raise GradingError("the file is empty")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise GradingError("the file is not a text notebook (not UTF-8)") from e
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise GradingError(f"the file is not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise GradingError("the file is not a notebook (no JSON object)")
+    if data.get("nbformat") != 4:
+        try:
+            data = json.loads(nbformat.writes(nbformat.reads(text, as_version=4)))
+        except Exception as e:  # noqa: BLE001 -- any failure to convert: not a notebook
+            raise GradingError(f"the file is not a notebook nbformat reads "
+                               f"({type(e).__name__}: {_clip(e)[:200]})") from e
+    return data
+
+
+def _clean_cells(nb: object) -> list[tuple[str, str, str | None, list[str]]]:
+    """``(cell_type, source, metadata check label, tags)`` of each cell of ``nb`` that has a
+    usable shape; everything else a student's file may hold is ignored.
+
+    Raises:
+        GradingError: ``nb`` has no list of cells.
+    """
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise GradingError("the notebook has no list of cells")
+    out = []
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown",
+                                                                         "raw"):
+            continue
+        src = cell.get("source", "")
+        if isinstance(src, list) and all(isinstance(s, str) for s in src):
+            src = "".join(src)
+        elif not isinstance(src, str):
+            src = ""
+        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+        info = meta.get("attnclust") if isinstance(meta.get("attnclust"), dict) else {}
+        label = info.get("check") if isinstance(info.get("check"), str) else None
+        out.append((cell["cell_type"], src, label, [t for t in tags if isinstance(t, str)]))
+    return out
+
+
+def _export_cell(label: str, occurrence: int, names: list[str]) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(f"_attnclust_export({label!r}, {occurrence}, {names!r})")
+    cell.metadata["attnclust"] = {"export": {"label": label, "occurrence": occurrence}}
+    return cell
+
+
+def prepare_submission(nb: object, material: dict) -> nbformat.NotebookNode:
+    """The notebook that is executed: the submission's cells rebuilt clean, its check cells
+    replaced by export cells, the exporting code first.
 
     Each check cell is matched to the chapter's checks by the label on its first line (or by
     the ``attnclust.check`` cell metadata the editions write), in order when an exercise has
-    several checks.
+    several checks; the checks it lacks are exported at the end.
+
+    Raises:
+        GradingError: ``nb`` has no list of cells.
     """
-    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
-    checks = {e["label"]: list(e["checks"]) for e in material["exercises"]}
-    placed: dict[str, int] = {label: 0 for label in checks}
-    cells = []
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            header = check_header(cell.source)
-            meta_label = cell.metadata.get("attnclust", {}).get("check")
-            label = header[0] if header else meta_label
-            if label is not None or "check" in cell.metadata.get("tags", []):
-                if label in checks and placed[label] < len(checks[label]):
-                    cell.source = checks[label][placed[label]]
-                    placed[label] += 1
-                    cell.metadata["attnclust"] = {"check": label}
-                    cells.append(cell)
-                continue  # unknown, duplicate or unlabelled check cell: dropped
-        cells.append(cell)
-    for label, sources in checks.items():
-        for src in sources[placed[label]:]:
-            cell = nbformat.v4.new_code_cell(src)
-            cell.metadata["tags"] = ["check"]
-            cell.metadata["attnclust"] = {"check": label}
-            cells.append(cell)
-    nb.cells = cells
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
-                                 "name": "python3"}
-    return nb
+    checks = [item for item in material["program"] if item["kind"] == "check"]
+    by_label: dict[str, list[dict]] = {}
+    for item in checks:
+        by_label.setdefault(item["label"], []).append(item)
+    placed = {label: 0 for label in by_label}
+    out = nbformat.v4.new_notebook()
+    out.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                  "name": "python3"}
+    first = nbformat.v4.new_code_cell(EXPORT_SOURCE)
+    first.metadata["attnclust"] = {"exporter": True}
+    out.cells.append(first)
+    for kind, src, meta_label, tags in _clean_cells(nb):
+        if kind != "code":
+            maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_raw_cell
+            out.cells.append(maker(src))
+            continue
+        header = check_header(src)
+        label = header[0] if header else meta_label
+        if label is not None or "check" in tags:
+            if label in by_label and placed[label] < len(by_label[label]):
+                item = by_label[label][placed[label]]
+                placed[label] += 1
+                out.cells.append(_export_cell(label, item["occurrence"], item["names"]))
+            continue  # unknown, duplicate or unlabelled check cell: dropped
+        out.cells.append(nbformat.v4.new_code_cell(src))
+    for label, items in by_label.items():
+        for item in items[placed[label]:]:
+            out.cells.append(_export_cell(label, item["occurrence"], item["names"]))
+    return out
 
 
 def unanswered(nb: nbformat.NotebookNode, material: dict) -> set[str]:
     """Labels whose starter cell is unchanged and whose variable no other cell assigns."""
-    import re
-
     from .editions import STARTER_MARK
 
     sources = [c.source for c in nb.cells if c.cell_type == "code"
@@ -123,125 +304,505 @@ def unanswered(nb: nbformat.NotebookNode, material: dict) -> set[str]:
     return labels
 
 
-def _kill_group(pid: int | None) -> None:
-    if not pid:
-        return
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError, OSError):
-            continue
+# ---- running a sandboxed program -----------------------------------------------------------
 
+class _Program:
+    """A started worker or checker: its job written to its standard input (JSON lines:
+    the worker's in one, the checker's in two, the answers sent later with :meth:`send`),
+    its JSON-line events read from its standard output (at most :data:`MAX_OUTPUT_BYTES`),
+    the end of its standard error kept for messages."""
 
-def _run_worker(nb: nbformat.NotebookNode, workdir: Path, timeout: float,
-                cell_timeout: float, executed: Path | None) -> tuple[list[dict], bool, float]:
-    """Execute ``nb`` in a worker process; return (events, timed_out, seconds)."""
-    nb_path = workdir / "submission.ipynb"
-    results = workdir / "results.jsonl"
-    log = workdir / "worker.log"
-    nbformat.write(nb, nb_path)
-    argv = [sys.executable, str(WORKER), str(nb_path), str(results), str(cell_timeout)]
-    if executed is not None:
-        argv.append(str(executed))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    t0 = time.monotonic()
-    timed_out = False
-    with open(log, "w") as logf:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=logf, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    live: set = set()
+    """The programs running now (stopped all at once when grading is interrupted)."""
+
+    def __init__(self, proc: subprocess.Popen, job: dict, group: bool, more: bool = False):
+        self.proc, self.group = proc, group
+        _Program.live.add(self)
+        self.events: queue.Queue = queue.Queue()
+        self.stderr: deque = deque(maxlen=64)
+        self._writer: threading.Thread | None = None
+        self.send(job, last=not more)
+        for target in (self._read, self._read_err):
+            threading.Thread(target=target, daemon=True).start()
+
+    def send(self, line: dict, last: bool = True) -> None:
+        """Write ``line`` (one JSON line) to the program's standard input, after what was
+        written before; ``last``: then close it."""
+        previous = self._writer
+
+        def write() -> None:
+            if previous is not None:
+                previous.join()
+            try:
+                self.proc.stdin.write(json.dumps(line).encode() + b"\n")
+                self.proc.stdin.flush()
+                if last:
+                    self.proc.stdin.close()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+        self._writer = threading.Thread(target=write, daemon=True)
+        self._writer.start()
+
+    def _read(self) -> None:
+        total, skipping = 0, False
         try:
-            proc.wait(timeout=timeout)
+            while True:
+                line = self.proc.stdout.readline(MAX_LINE_BYTES)
+                if not line:
+                    break
+                total += len(line)
+                if total > MAX_OUTPUT_BYTES:
+                    self.events.put({"event": "_overflow"})
+                    break
+                complete = line.endswith(b"\n")
+                if skipping or not complete:
+                    skipping = not complete
+                    continue
+                try:
+                    event = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(event, dict) and isinstance(event.get("event"), str):
+                    self.events.put(event)
+        except (OSError, ValueError):
+            pass
+        self.events.put(None)
+
+    def _read_err(self) -> None:
+        try:
+            for line in iter(lambda: self.proc.stderr.readline(4096), b""):
+                self.stderr.append(line.decode(errors="replace").rstrip())
+        except (OSError, ValueError):
+            pass
+
+    def next_event(self, timeout: float) -> dict | None:
+        """The next event (``None`` at the end of the output).
+
+        Raises:
+            queue.Empty: none within ``timeout`` seconds.
+        """
+        return self.events.get(timeout=max(timeout, 0.0))
+
+    def last_error(self) -> str:
+        lines = [ln for ln in self.stderr if ln.strip()]
+        return _clip(lines[-1]) if lines else f"exit status {self.proc.poll()}"
+
+    def stop(self) -> None:
+        """Kill the program and everything it started (the whole sandbox)."""
+        if self.proc.poll() is None and self.group:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            events = _read_events(results)
-            kernel_pid = next((e.get("pid") for e in events if e["event"] == "kernel"), None)
-            if proc.poll() is None:  # over the time limit, or the grader was interrupted
-                _kill_group(kernel_pid)
-                _kill_group(proc.pid)
-            proc.wait()
-    return _read_events(results), timed_out, time.monotonic() - t0
+            pass
+        _Program.live.discard(self)
 
 
-def _read_events(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    events = []
-    for line in path.read_text().splitlines():
+@dataclass(frozen=True)
+class _Settings:
+    """How submissions and checks run."""
+
+    timeout: float
+    cell_timeout: float
+    check_timeout: float
+    sandboxed: bool
+    limits: sandbox.Limits
+    hidden: tuple[str, ...] = ()
+
+    def rlimits(self) -> dict[str, int]:
+        limits = self.limits.rlimits()
+        if not self.sandboxed:  # outside a user namespace RLIMIT_NPROC counts all the
+            limits.pop("RLIMIT_NPROC")  # grader's processes, not those of one notebook
+        return limits
+
+
+def _start(argv: list[str], job: dict, settings: _Settings, tmp: str,
+           more: bool = False) -> _Program:
+    if settings.sandboxed:
+        proc = sandbox.start(argv, limits=settings.limits, hidden=list(settings.hidden))
+        return _Program(proc, job, group=False, more=more)
+    proc = subprocess.Popen(argv, cwd=tmp, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    return _Program(proc, job, group=True, more=more)
+
+
+@dataclass
+class _Run:
+    """What the execution of one submission gave (all of it untrusted data)."""
+
+    answers: dict = field(default_factory=dict)  # (label, occurrence) -> (index, values)
+    export_errors: dict = field(default_factory=dict)  # (label, occurrence) -> message
+    errors: list = field(default_factory=list)  # (index, "Ename: evalue") of other cells
+    timed_out: bool = False
+    overflow: bool = False
+    dead: str | None = None
+    executed: dict | None = None
+
+
+def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
+    """Run one prepared notebook in its sandbox (or process, when unsafe)."""
+    run = _Run()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="attnclust-grade-") as tmp:
+        workdir = "/tmp/work" if settings.sandboxed else os.path.join(tmp, "work")
+        job = {"notebook": nb, "cell_timeout": settings.cell_timeout, "executed": executed,
+               "rlimits": settings.rlimits(), "workdir": workdir, "mime": MIME}
+        program = _start([sys.executable, str(WORKER)], job, settings, tmp)
+        finished = False
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass  # a line cut short by the kill
-    return events
+            while not run.overflow:
+                left = t0 + settings.timeout - time.monotonic()
+                try:
+                    event = program.next_event(left)
+                except queue.Empty:
+                    event = None
+                    run.timed_out = True
+                if event is None or left <= 0:
+                    run.timed_out |= left <= 0
+                    break
+                finished |= _record(run, event)
+        finally:
+            program.stop()
+        if not finished and not run.timed_out and run.dead is None and not run.overflow:
+            run.dead = f"the notebook's process ended early ({program.last_error()})"
+    return run
 
 
-def _check_feedback(label: str, event: dict) -> str:
-    ename, evalue = event.get("ename", ""), (event.get("evalue") or "").strip()
-    if ename == "AssertionError":
+def _record(run: _Run, event: dict) -> bool:
+    """Add one (untrusted) worker event to ``run``; True when it ends the notebook."""
+    kind = event["event"]
+    label, occ, index = event.get("label"), event.get("occurrence"), event.get("index")
+    keyed = isinstance(label, str) and isinstance(occ, int) and isinstance(index, int)
+    if kind == "answer" and keyed and isinstance(event.get("values"), dict):
+        run.answers[label, occ] = (index, event["values"])
+    elif kind == "export_error" and keyed:
+        run.export_errors[label, occ] = (index, _clip(f"{event.get('ename', '')}: "
+                                                     f"{event.get('evalue', '')}"))
+    elif kind == "error" and isinstance(index, int):
+        run.errors.append((index, _clip(f"{event.get('ename', '')}: {event.get('evalue', '')}")))
+    elif kind == "dead":
+        run.dead = _clip(event.get("error", "the kernel died"))
+        return True
+    elif kind == "done":
+        return True
+    elif kind == "executed" and isinstance(event.get("notebook"), dict):
+        run.executed = event["notebook"]
+    elif kind == "_overflow":
+        run.overflow = True
+    return False
+
+
+# ---- the trusted checker -----------------------------------------------------------------
+
+CHECK_GRACE = 10.0
+"""Seconds past ``check_timeout`` before a check that does not return is killed (the checker
+interrupts it itself at ``check_timeout`` when it runs Python code)."""
+
+
+CHECKER = [sys.executable, "-m", "attnclust.assignments._checker"]
+
+
+def _start_checker(material: dict, settings: _Settings, tmp: str,
+                   skip: list | tuple = ()) -> _Program:
+    """Start the checker on the chapter's program; it runs the narrative up to the first
+    check while the submissions run, then waits for their answers (:meth:`_Program.send`)."""
+    job = {"program": material["program"], "skip": sorted(skip),
+           "check_timeout": settings.check_timeout, "rlimits": settings.rlimits()}
+    return _start(CHECKER, job, settings, tmp, more=True)
+
+
+def _run_checks(material: dict, runs: dict[str, _Run], settings: _Settings,
+                checker: _Program | None = None
+                ) -> tuple[dict[tuple[int, str], dict], dict[int, str]]:
+    """Run the chapter's checks on every student's answers, in ``checker`` (started by
+    :func:`_start_checker`) and in new checkers if it stops in a check; return the results
+    by ``(program index, student)`` and the chapter's own code cells that failed."""
+    program = material["program"]
+    answers = {s: {f"{label}/{occ}": values for (label, occ), (_, values) in r.answers.items()}
+               for s, r in runs.items()}
+    expected = {(i, s) for i, item in enumerate(program) if item["kind"] == "check"
+                for s in answers if f"{item['label']}/{item['occurrence']}" in answers[s]}
+    results: dict[tuple[int, str], dict] = {}
+    chapter_errors: dict[int, str] = {}
+    fatal = None
+    with tempfile.TemporaryDirectory(prefix="attnclust-check-") as tmp:
+        while expected - results.keys() and fatal is None:
+            if checker is None:
+                checker = _start_checker(material, settings, tmp, list(results))
+            checker.send(answers)
+            try:
+                fatal = _follow_checker(checker, settings, results, chapter_errors)
+            finally:
+                checker.stop()
+                checker = None
+    if checker is not None:
+        checker.stop()
+    for key in expected - results.keys():
+        results[key] = {"status": "error", "ename": "CheckerError",
+                        "evalue": fatal or "the checker did not run this check"}
+    return results, chapter_errors
+
+
+def _follow_checker(checker: _Program, settings: _Settings, results: dict,
+                    chapter_errors: dict) -> str | None:
+    """Read one checker run's events into ``results``; return why the checker cannot go on
+    (``None`` when it finished, or stopped in a check that should be skipped next time)."""
+    current, done = None, False
+    deadline = time.monotonic() + settings.timeout
+    while True:
+        try:
+            event = checker.next_event(deadline - time.monotonic())
+        except queue.Empty:
+            if current is None:
+                return (f"a cell of the chapter's own code ran longer than "
+                        f"{settings.timeout:g} s in the checker")
+            results[current] = {"status": "timeout", "ename": "CheckTimeout",
+                                "evalue": f"the check ran longer than "
+                                          f"{settings.check_timeout:g} s"}
+            return None
+        if event is None:
+            if current is not None:
+                results[current] = {"status": "error", "ename": "CheckerError",
+                                    "evalue": f"the checker stopped during this check "
+                                              f"({checker.last_error()})"}
+                return None
+            return None if done else f"the checker stopped ({checker.last_error()})"
+        kind = event["event"]
+        if kind == "code_begin":
+            deadline = time.monotonic() + settings.timeout
+        elif kind == "code" and event.get("status") == "error":
+            chapter_errors[event["index"]] = _clip(f"{event['ename']}: {event['evalue']}")
+        elif kind == "begin":
+            current = (event["index"], event["student"])
+            deadline = time.monotonic() + settings.check_timeout + CHECK_GRACE
+        elif kind == "result":
+            results[event["index"], event["student"]] = event
+            current = None
+            deadline = time.monotonic() + settings.timeout
+        elif kind == "done":
+            done = True
+
+
+# ---- scoring -----------------------------------------------------------------------------
+
+def _earlier_error(run: _Run, index: int) -> str:
+    """The first error of a submission's own cell between the previous export cell and
+    cell ``index``."""
+    exports = [i for i, _ in run.answers.values()] + [i for i, _ in run.export_errors.values()]
+    start = max((i for i in exports if i < index), default=-1)
+    return next((msg for i, msg in sorted(run.errors) if start < i < index), "")
+
+
+def _check_feedback(label: str, result: dict, run: _Run, index: int, blank: bool,
+                    variable: str) -> str:
+    status, ename, evalue = result["status"], result.get("ename", ""), _clip(
+        result.get("evalue", ""))
+    earlier = _earlier_error(run, index)
+    if status == "blank":
+        return (f"{label}: not answered (the starter cell is unchanged)" if blank else
+                f"{label}: not answered ({variable} is None)")
+    if status == "fail":
         msg = evalue or "the check failed"
         return msg if label in msg else f"{label}: {msg}"
-    if ename == "NameError":
-        return f"{label}: no answer ({evalue})"
-    if ename == "CellTimeoutError":
-        return f"{label}: the check was interrupted ({evalue})"
-    return f"{label}: the check raised {ename}: {evalue}"
+    if status == "missing":
+        feedback = f"{label}: no answer ({evalue.replace('AnswerError: ', '')})"
+    elif status == "refused":
+        feedback = f"{label}: answer not accepted: {evalue}"
+    elif status == "timeout":
+        feedback = f"{label}: the check was interrupted ({evalue})"
+    else:
+        feedback = f"{label}: the check raised {ename}: {evalue}"
+    return feedback + (f"; an earlier cell raised {earlier}" if earlier else "")
 
 
-def _errors_before(events: list[dict], index: int) -> str:
-    """The first error of a non-check cell between the previous check and cell ``index``."""
-    start = max((e["index"] for e in events if e["event"] == "check" and e["index"] < index),
-                default=-1)
-    for e in events:
-        if e["event"] == "error" and start < e["index"] < index:
-            return f"{e['ename']}: {e['evalue']}".strip()
-    return ""
+def _not_run_feedback(label: str, occ: int, run: _Run, settings: _Settings) -> str:
+    if (label, occ) in run.export_errors:
+        _, msg = run.export_errors[label, occ]
+        return f"{label}: not graded, the answer could not be handed to the grader ({msg})"
+    if run.timed_out:
+        return (f"{label}: not graded, the notebook did not reach this check within the time "
+                f"limit of {settings.timeout:g} s")
+    if run.overflow:
+        return (f"{label}: not graded, the notebook sent more than "
+                f"{MAX_OUTPUT_BYTES >> 20} MiB of output and was stopped")
+    if run.dead:
+        return f"{label}: not graded, execution stopped before this check ({run.dead})"
+    return f"{label}: not graded, the check did not run"
 
 
-def grade_notebook(nb: nbformat.NotebookNode, material: dict, *, student: str = "",
-                   timeout: float = 600.0, cell_timeout: float | None = None,
-                   executed: str | Path | None = None) -> list[ExerciseGrade]:
-    """Grade one notebook: one :class:`ExerciseGrade` per exercise of ``material``.
-
-    ``timeout`` (s) limits the whole notebook, ``cell_timeout`` (s, default ``timeout``) each
-    cell. ``executed``: where to save the executed notebook (outputs and errors), if given.
-    """
-    cell_timeout = timeout if cell_timeout is None else min(cell_timeout, timeout)
-    prepared = prepare_submission(nb, material)
-    blank = unanswered(prepared, material)
-    with tempfile.TemporaryDirectory(prefix="attnclust-grade-") as tmp:
-        events, timed_out, seconds = _run_worker(
-            prepared, Path(tmp), timeout, cell_timeout,
-            Path(executed).resolve() if executed else None)
-    check_events: dict[str, list[dict]] = {}
-    for e in events:
-        if e["event"] == "check":
-            check_events.setdefault(e["label"], []).append(e)
-    dead = next((e["error"] for e in events if e["event"] == "dead"), None)
+def _score(student: str, material: dict, run: _Run, blank: set[str], results: dict,
+           chapter_errors: dict, settings: _Settings) -> list[ExerciseGrade]:
+    program = material["program"]
     grades = []
     for ex in material["exercises"]:
-        label, n_checks = ex["label"], len(ex["checks"])
-        ran = check_events.get(label, [])
-        failed = [e for e in ran if e["status"] != "ok"]
-        if failed and label in blank:
-            points, feedback = 0.0, f"{label}: not answered (the starter cell is unchanged)"
-        elif failed:
-            points, feedback = 0.0, _check_feedback(label, failed[0])
-            earlier = _errors_before(events, failed[0]["index"])
-            if earlier and failed[0].get("ename") != "AssertionError":
-                feedback += f"; an earlier cell raised {earlier}"
-        elif len(ran) < n_checks:
-            points = 0.0
-            if timed_out:
-                feedback = (f"{label}: not graded, the notebook did not reach this check "
-                            f"within the time limit of {timeout:g} s")
-            elif dead:
-                feedback = f"{label}: not graded, execution stopped before this check ({dead})"
-            else:
-                feedback = f"{label}: not graded, the check did not run"
-        else:
-            points, feedback = float(ex["points"]), "passed"
+        label = ex["label"]
+        items = [(i, item) for i, item in enumerate(program)
+                 if item["kind"] == "check" and item["label"] == label]
+        passed = bool(items)
+        feedback = "passed" if items else f"{label}: the chapter has no check for it"
+        for i, item in items:
+            occ = item["occurrence"]
+            if (label, occ) not in run.answers:
+                passed, feedback = False, _not_run_feedback(label, occ, run, settings)
+                break
+            result = results.get((i, student), {"status": "error", "ename": "CheckerError",
+                                                "evalue": "no result"})
+            if result["status"] != "ok":
+                passed = False
+                feedback = _check_feedback(label, result, run, run.answers[label, occ][0],
+                                           label in blank, ex["variable"])
+                if chapter_errors and result["status"] == "error":
+                    first = min(chapter_errors)
+                    feedback += (f"; the chapter's own cell {first} failed in the checker "
+                                 f"({chapter_errors[first]})")
+                break
+        points = float(ex["points"]) if passed else 0.0
         grades.append(ExerciseGrade(student, label, points, float(ex["points"]), feedback))
+    return grades
+
+
+def _zero(student: str, material: dict, reason: str) -> list[ExerciseGrade]:
+    return [ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
+                          f"{ex['label']}: {reason}") for ex in material["exercises"]]
+
+
+# ---- the public entry points -------------------------------------------------------------
+
+def require_sandbox(hidden: Sequence[str | Path] = ()) -> None:
+    """Make sure submissions can be graded in a sandbox that shows none of ``hidden``.
+
+    Raises:
+        SandboxUnavailable: no sandbox can be made here (the message says why and what to
+            do), or the Python environment holds one of ``hidden``.
+    """
+    why = sandbox.probe()
+    if why is not None:
+        raise sandbox.SandboxUnavailable(
+            f"cannot grade in a sandbox: {why}. Fix that (bubblewrap and user namespaces "
+            "are needed), or pass --unsafe to run the submissions without one, as your own "
+            "user (only for notebooks you trust)")
+    sandbox.environment_paths(hidden)
+
+
+def _settings(timeout, cell_timeout, check_timeout, unsafe, limits, hidden) -> _Settings:
+    timeout = positive_seconds(timeout, "timeout")
+    cell_timeout = timeout if cell_timeout is None else min(
+        positive_seconds(cell_timeout, "cell_timeout"), timeout)
+    check_timeout = positive_seconds(check_timeout, "check_timeout")
+    if not unsafe:
+        require_sandbox(hidden)
+    return _Settings(timeout, cell_timeout, check_timeout, not unsafe,
+                     limits or sandbox.Limits(), tuple(str(h) for h in hidden))
+
+
+def grade_notebooks(notebooks: dict[str, object], material: dict, *,
+                    timeout: float = DEFAULT_TIMEOUT, cell_timeout: float | None = None,
+                    check_timeout: float = DEFAULT_CHECK_TIMEOUT, jobs: int = 1,
+                    executed_dir: str | Path | None = None, unsafe: bool = False,
+                    limits: sandbox.Limits | None = None, hidden: Sequence[str | Path] = (),
+                    progress: Callable[[str], None] | None = None) -> list[ExerciseGrade]:
+    """Grade ``notebooks`` (student -> notebook dict, or a :class:`GradingError` saying why
+    it could not be read): one :class:`ExerciseGrade` per student and exercise, in order.
+
+    ``timeout`` (s) limits each whole notebook, ``cell_timeout`` (s, default ``timeout``)
+    each of its cells, ``check_timeout`` (s) each check on one student's answers. ``jobs``
+    notebooks run at a time. ``executed_dir``: where each executed notebook is saved
+    (``<student>.ipynb``), to look at the errors. ``unsafe``: run without a sandbox.
+    ``limits``: the sandboxes' resource limits. ``hidden``: paths (course material,
+    submissions, grades) that no sandbox may see. ``progress(student)`` is called as each
+    notebook finishes.
+
+    Raises:
+        GradingError: a time limit is not a positive number, ``jobs`` < 1, or the material
+            is malformed.
+        SandboxUnavailable: no sandbox can be made and ``unsafe`` is false.
+    """
+    material = validate_material(material)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise GradingError(f"jobs must be a positive integer, got {jobs!r}")
+    settings = _settings(timeout, cell_timeout, check_timeout, unsafe, limits, hidden)
+    executed_path = Path(executed_dir) if executed_dir is not None else None
+    prepared: dict[str, nbformat.NotebookNode] = {}
+    failed: dict[str, str] = {}
+    for student, nb in notebooks.items():
+        if isinstance(nb, Exception):
+            failed[student] = f"the notebook could not be read ({_clip(nb)})"
+            continue
+        try:
+            prepared[student] = prepare_submission(nb, material)
+        except Exception as e:  # noqa: BLE001 -- one malformed notebook costs only its rows
+            failed[student] = f"the notebook could not be read ({_clip(e)})"
+
+    def run_one(student: str) -> _Run:
+        try:
+            run = _execute(prepared[student], settings, executed_path is not None)
+        except Exception as e:  # noqa: BLE001 -- every submission gets its rows
+            run = _Run(dead=f"the grader could not run it ({type(e).__name__}: {_clip(e)})")
+        if executed_path is not None and run.executed is not None:
+            _save_executed(run.executed, executed_path / f"{student}.ipynb")
+        if progress is not None:
+            progress(student)
+        return run
+
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    with tempfile.TemporaryDirectory(prefix="attnclust-checker-") as tmp:
+        checker = _start_checker(material, settings, tmp) if prepared else None
+        futures = {student: pool.submit(run_one, student) for student in prepared}
+        try:
+            wait(futures.values(), return_when=FIRST_EXCEPTION)
+            pool.shutdown()
+            runs = {student: future.result() for student, future in futures.items()}
+            results, chapter_errors = (_run_checks(material, runs, settings, checker)
+                                       if runs else ({}, {}))
+        except BaseException:  # interrupted: stop every sandbox now, not at its time limit
+            pool.shutdown(wait=False, cancel_futures=True)
+            for program in list(_Program.live):
+                program.stop()
+            raise
+    grades = []
+    for student in notebooks:
+        if student in failed:
+            grades += _zero(student, material, failed[student])
+        else:
+            grades += _score(student, material, runs[student],
+                             unanswered(prepared[student], material), results,
+                             chapter_errors, settings)
+    return grades
+
+
+def _save_executed(nb: dict, path: Path) -> None:
+    try:
+        text = nbformat.writes(nbformat.from_dict(nb))
+    except Exception:  # noqa: BLE001 -- a sandbox sent something that is not a notebook
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, text)
+
+
+def grade_notebook(nb: object, material: dict, *, student: str = "",
+                   timeout: float = DEFAULT_TIMEOUT, cell_timeout: float | None = None,
+                   check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+                   executed: str | Path | None = None, unsafe: bool = False,
+                   limits: sandbox.Limits | None = None) -> list[ExerciseGrade]:
+    """Grade one notebook: one :class:`ExerciseGrade` per exercise of ``material``
+    (the arguments are those of :func:`grade_notebooks`; ``executed``: where to save the
+    executed notebook)."""
+    with tempfile.TemporaryDirectory(prefix="attnclust-executed-") as tmp:
+        grades = grade_notebooks({student: nb}, material, timeout=timeout,
+                                 cell_timeout=cell_timeout, check_timeout=check_timeout,
+                                 executed_dir=tmp if executed is not None else None,
+                                 unsafe=unsafe, limits=limits)
+        saved = Path(tmp) / f"{student}.ipynb"
+        if executed is not None and saved.exists():
+            Path(executed).parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(Path(executed), saved.read_text())
     return grades
 
 
@@ -257,9 +818,17 @@ def discover_submissions(folder: str | Path, chapter: str) -> dict[str, Path]:
       student ``<student>``.
 
     Jupyter checkpoints and hidden files are ignored.
+
+    Raises:
+        GradingError: ``folder`` does not exist or is not a folder, or two files give the
+            same student (the message lists them).
     """
     folder = Path(folder)
-    found: dict[str, Path] = {}
+    if not folder.exists():
+        raise GradingError(f"no submissions folder {folder} (it does not exist)")
+    if not folder.is_dir():
+        raise GradingError(f"{folder} is not a folder of submissions")
+    found: dict[str, list[Path]] = {}
     for p in sorted(folder.iterdir()):
         if p.name.startswith((".", "_")):
             continue
@@ -270,55 +839,98 @@ def discover_submissions(folder: str | Path, chapter: str) -> dict[str, Path]:
                     continue
             else:
                 student = p.stem
-            found[student] = p
+            found.setdefault(student, []).append(p)
         elif p.is_dir():
             exact = p / f"{chapter}.ipynb"
             nbs = [q for q in sorted(p.glob("*.ipynb")) if not q.name.startswith(".")]
-            if exact.exists():
-                found[p.name] = exact
+            if exact.is_file():
+                found.setdefault(p.name, []).append(exact)
             elif len(nbs) == 1:
-                found[p.name] = nbs[0]
-    return found
+                found.setdefault(p.name, []).append(nbs[0])
+    duplicates = {s: ps for s, ps in found.items() if len(ps) > 1}
+    if duplicates:
+        listed = "; ".join(f"{s}: " + ", ".join(sorted(str(p.relative_to(folder)) for p in ps))
+                           for s, ps in sorted(duplicates.items()))
+        raise GradingError(f"more than one submission for the same student in {folder} "
+                           f"({listed}); keep one per student")
+    return {s: ps[0] for s, ps in found.items()}
 
 
-def grade_submissions(folder: str | Path, material: dict, *, timeout: float = 600.0,
-                      cell_timeout: float | None = None, jobs: int = 1,
-                      executed_dir: str | Path | None = None) -> list[ExerciseGrade]:
-    """Grade every submission of ``folder`` (see :func:`discover_submissions`).
+def grade_submissions(folder: str | Path, material: dict, **options) -> list[ExerciseGrade]:
+    """Grade every submission of ``folder`` (see :func:`discover_submissions`; the options
+    are those of :func:`grade_notebooks`). A notebook that cannot be read gets 0 on every
+    exercise with the reason as feedback; the folder itself is hidden from every sandbox.
 
-    A notebook that cannot be read gets 0 on every exercise with the reason as feedback.
-    ``jobs`` notebooks are graded at a time. ``executed_dir``: where to save each executed
-    notebook (``<student>.ipynb``), to look at the errors.
+    Raises:
+        GradingError: see :func:`discover_submissions` and :func:`grade_notebooks`.
     """
+    material = validate_material(material)
     subs = discover_submissions(folder, material["chapter"])
-    if executed_dir is not None:
-        Path(executed_dir).mkdir(parents=True, exist_ok=True)
-
-    def one(item: tuple[str, Path]) -> list[ExerciseGrade]:
-        student, path = item
+    notebooks: dict[str, object] = {}
+    for student, path in subs.items():
         try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception as e:  # noqa: BLE001 -- an unreadable file is graded 0, not fatal
-            return [ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
-                                  f"{ex['label']}: the notebook could not be read "
-                                  f"({type(e).__name__}: {e})")
-                    for ex in material["exercises"]]
-        executed = Path(executed_dir) / f"{student}.ipynb" if executed_dir else None
-        return grade_notebook(nb, material, student=student, timeout=timeout,
-                              cell_timeout=cell_timeout, executed=executed)
+            notebooks[student] = read_submission(path)
+        except (GradingError, OSError) as e:
+            notebooks[student] = GradingError(str(e))
+    options["hidden"] = [folder, *options.get("hidden", ())]
+    return grade_notebooks(notebooks, material, **options)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(one, subs.items()))
-    return [g for r in results for g in r]
+
+def check_output_path(path: str | Path, *, folder: bool = False) -> Path:
+    """Make sure ``path`` can be written before grading starts: its folder is created if
+    missing and a file is written there and removed; ``folder=True``: ``path`` is a folder.
+
+    Raises:
+        GradingError: it cannot be written (the message says why).
+    """
+    path = Path(path)
+    target = path if folder else path.parent
+    if not folder and path.is_dir():
+        raise GradingError(f"{path} is a folder; give a file name for the CSV")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target, prefix=".attnclust-write-test-"):
+            pass
+    except OSError as e:
+        raise GradingError(f"cannot write to {target} ({e.strerror or e})") from e
+    return path
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once, at import: os.umask can only be read by setting it
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file renamed over it, with the permissions a
+    plain ``open`` would give (those of the file it replaces, if any)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_UMASK
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_csv(grades: list[ExerciseGrade], path: str | Path) -> Path:
-    """Write the grades as CSV with columns student, exercise, points, max_points, feedback."""
+    """Write the grades as CSV with columns student, exercise, points, max_points, feedback,
+    atomically (a temporary file in the same folder, renamed over ``path``)."""
+    import io
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        for g in grades:
-            w.writerow(g.row())
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
+    w.writeheader()
+    for g in grades:
+        w.writerow(g.row())
+    _atomic_write(path, buf.getvalue())
     return path

@@ -22,8 +22,14 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
     ```{code-cell} python3
     :tags: [remove-input, check]
     # check ex-<stem>-<n> points=2
+    # verifies: what the check verifies, in words, without the expected value
     assert ..., "ex-<stem>-<n>: expected ..."
     ```
+
+A check reads the exercise's answer variable and what the chapter's narrative code defines;
+it runs, when grading, on the answer exported as data (:mod:`.answers`), in a copy of the
+namespace of the chapter's own narrative code, not in the student's kernel. The optional
+``# verifies:`` lines say, for the student edition with hidden checks, what is checked.
 
 :func:`parse_chapter` walks the cells once and returns a :class:`Chapter`: a list of
 :class:`Piece` objects (narrative, exercise statements, solution content, check cells, in
@@ -61,12 +67,17 @@ kernelspec:
 kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
 
 __all__ = [
-    "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_header", "parse_chapter",
-    "parse_notebook",
+    "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_description", "check_header",
+    "parse_chapter", "parse_notebook",
 ]
 
 CHECK_LINE = re.compile(r"^\s*#\s*check\s+(?P<label>[\w.:-]+)\s+points\s*=\s*(?P<points>\d+(?:\.\d+)?)")
 """First line of a check cell: ``# check <label> points=<N>``."""
+
+VERIFIES_LINE = re.compile(r"^\s*#\s*verifies:\s*(?P<text>.*\S)\s*$")
+"""A line ``# verifies: <words>`` of a check cell: what the check verifies, shown instead of
+the check in the student edition with hidden checks."""
+
 
 def check_header(source: str) -> tuple[str, float] | None:
     """``(label, points)`` if the first non-empty line of ``source`` is a check header."""
@@ -75,6 +86,12 @@ def check_header(source: str) -> tuple[str, float] | None:
             m = CHECK_LINE.match(line)
             return (m["label"], float(m["points"])) if m else None
     return None
+
+
+def check_description(source: str) -> str:
+    """The words of the ``# verifies:`` lines of a check cell, joined (empty if none)."""
+    return " ".join(m["text"] for line in source.splitlines()
+                    if (m := VERIFIES_LINE.match(line)))
 
 
 PieceKind = Literal["text", "code", "exercise", "solution_text", "solution_code", "check",
@@ -199,6 +216,30 @@ def solution_only_uses(pieces: list["Piece"], exercises: dict[str, "Exercise"]) 
     return problems
 
 
+def check_only_uses(pieces: list["Piece"]) -> list[str]:
+    """Cells that would break when grading, where each check runs on its own copy of the
+    narrative's namespace: a check or narrative cell that reads a name defined only in
+    (another) check cell."""
+    narrative: set[str] = set()
+    for p in pieces:
+        if p.kind in ("code", "solution_code"):
+            narrative |= _stored_and_loaded(p.source)[0]
+    problems = []
+    for i, p in enumerate(pieces):
+        if p.kind not in ("code", "check"):
+            continue
+        own = _stored_and_loaded(p.source)[0] if p.kind == "check" else set()
+        others: set[str] = set()
+        for q in pieces[:i]:
+            if q.kind == "check":
+                others |= _stored_and_loaded(q.source)[0]
+        for name in sorted((_stored_and_loaded(p.source)[1] & others) - narrative - own):
+            what = f"the check of {p.label}" if p.kind == "check" else "a code cell"
+            problems.append(f"{what} reads `{name}`, defined only in an earlier check cell: "
+                            "each check runs on its own when grading")
+    return problems
+
+
 def _used_names(src: str) -> list[str]:
     try:
         return [n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)]
@@ -220,6 +261,27 @@ class Chapter:
     @property
     def total_points(self) -> float:
         return sum(e.points for e in self.exercises.values())
+
+    def program(self) -> list[dict]:
+        """What the trusted checker runs: the narrative code cells and the check cells in
+        source order, without the solutions (``{"kind": "code", "source"}`` and
+        ``{"kind": "check", "label", "occurrence", "source", "names", "exercise_kind"}``,
+        ``names`` being the answer variables that the check reads)."""
+        answers = {e.variable for e in self.exercises.values()}
+        seen: dict[str, int] = {}
+        items = []
+        for p in self.pieces:
+            if p.kind == "code":
+                items.append({"kind": "code", "source": p.source})
+            elif p.kind == "check":
+                ex = self.exercises[p.label]
+                loaded = _stored_and_loaded(p.source)[1]
+                names = [ex.variable] + sorted((loaded & answers) - {ex.variable})
+                items.append({"kind": "check", "label": p.label,
+                              "occurrence": seen.get(p.label, 0), "source": p.source,
+                              "names": names, "exercise_kind": ex.kind})
+                seen[p.label] = seen.get(p.label, 0) + 1
+        return items
 
 
 def _exercise_markdown(ex: Exercise) -> str:
@@ -322,7 +384,7 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
             pieces.append(Piece("text", cell.source))
     if in_solution:
         problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
-    problems += solution_only_uses(pieces, exercises)
+    problems += solution_only_uses(pieces, exercises) + check_only_uses(pieces)
     for ex in exercises.values():
         if not ex.checks:
             problems.append(f"{ex.label}: no check cell")
