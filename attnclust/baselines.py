@@ -11,6 +11,9 @@ randomness from ``jax.random.fold_in(key, i)``, so results do not depend on the 
 - :func:`em_per_prompt`: scikit-learn's ``GaussianMixture`` with spherical covariances,
   fitted by expectation-maximisation (Dempster, Laird and Rubin, 1977); its labels are the
   maximum-posterior components;
+- :func:`meanshift_per_prompt`: scikit-learn's ``MeanShift`` (flat-kernel mean shift, which
+  finds its own number of clusters) with the bandwidth of ``estimate_bandwidth`` on the same
+  prompt; as its number of clusters varies it returns each token's centre, ``(n, L, d)``;
 - :func:`kmeans_per_prompt_jax`, :func:`em_per_prompt_jax`: the same algorithms written in
   JAX and vmapped over prompts (k-means++ seeding, a fixed number of Lloyd or EM steps),
   hundreds of times faster on many short prompts; :func:`output_clusters` reads off the
@@ -43,6 +46,7 @@ from . import _validate as v
 __all__ = [
     "kmeans_per_prompt",
     "em_per_prompt",
+    "meanshift_per_prompt",
     "kmeans_per_prompt_jax",
     "em_per_prompt_jax",
     "output_clusters",
@@ -53,6 +57,10 @@ KMEANS_N_INIT = 10
 
 EM_N_INIT = 3
 """Restarts of EM per prompt (scikit-learn's ``n_init``)."""
+
+MEANSHIFT_QUANTILE = 0.3
+"""The quantile of scikit-learn's ``estimate_bandwidth`` (its default) that sets mean shift's
+bandwidth on each prompt."""
 
 
 def _check(X: Float[ArrayLike, "n L d"], K: int) -> tuple[Float[np.ndarray, "n L d"], int]:
@@ -78,16 +86,16 @@ def _prompt_keys(key: PRNGKeyArray, n: int) -> jax.Array:
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
 
 
-def _per_prompt(fit_one, key, X, K, n_init) -> tuple[np.ndarray, np.ndarray]:
+def _per_prompt(fit_one, key, X, K, n_init, centres_shape=None) -> tuple[np.ndarray, np.ndarray]:
     """Run ``fit_one(x, K, n_init, random_state) -> (labels (L,), centres (K, d))`` on every
     prompt of ``X`` with one BLAS/OpenMP thread; prompt ``i``'s ``random_state`` is drawn
-    from ``fold_in(key, i)``."""
+    from ``fold_in(key, i)``. ``centres_shape`` overrides the (n, K, d) of the centres."""
     arr, K = _check(X, K)
     n_init = v.positive_int("n_init", n_init)
     n, L, d = arr.shape
     seeds = np.asarray(jax.vmap(lambda k: jax.random.randint(k, (), 0, 2**31 - 1))(_prompt_keys(key, n)))
     labels = np.empty((n, L), dtype=np.int64)
-    centres = np.empty((n, K, d), dtype=np.float64)
+    centres = np.empty((n, K, d) if centres_shape is None else centres_shape, dtype=np.float64)
     with threadpool_limits(limits=1), warnings.catch_warnings():
         # Prompts with fewer distinct points than K (degenerate draws) warn; the result
         # is still a valid partition.
@@ -160,6 +168,48 @@ def em_per_prompt(
         return gm.predict(x), gm.means_
 
     return _per_prompt(fit_one, key, X, K, n_init)
+
+
+def meanshift_per_prompt(
+    key: PRNGKeyArray, X: Float[ArrayLike, "n L d"], *, quantile: float = MEANSHIFT_QUANTILE
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean shift on each prompt separately, with the bandwidth read off that prompt.
+
+    scikit-learn's ``MeanShift(bandwidth=h, bin_seeding=True)`` (flat kernel; seeds on a grid
+    of cells of side h, every token assigned to its nearest mode) with
+    ``h = estimate_bandwidth(x, quantile=quantile)``, the mean distance of a token to its
+    ``quantile * L``-th nearest neighbour. Mean shift is not told the number of clusters: it
+    finds as many modes as the density estimate has.
+
+    Args:
+        key: PRNG key; prompt ``i``'s ``random_state`` for ``estimate_bandwidth`` is drawn
+            from ``jax.random.fold_in(key, i)``.
+        X: prompts, shape ``(n, L, d)``, L >= 2.
+        quantile: in (0, 1].
+
+    Returns:
+        ``(labels, token_centres)``: ``labels`` (n, L) int and ``token_centres`` (n, L, d),
+        the mode each token was assigned to (the number of modes differs between prompts).
+
+    Raises:
+        ValueError: if ``X`` is not a finite ``(n, L, d)`` array with L >= 2, or ``quantile``
+            is not in (0, 1].
+    """
+    from sklearn.cluster import MeanShift, estimate_bandwidth
+
+    quantile = v.positive_finite("quantile", quantile)
+    if quantile > 1:
+        raise ValueError(f"quantile must lie in (0, 1], got quantile={quantile!r}")
+
+    def fit_one(x, K, n_init, random_state):
+        h = estimate_bandwidth(x, quantile=quantile, random_state=random_state)
+        if not h > 0:  # every token equal: one cluster
+            return np.zeros(x.shape[0], np.int64), np.repeat(x.mean(0, keepdims=True), x.shape[0], 0)
+        ms = MeanShift(bandwidth=h, bin_seeding=True).fit(x)
+        return ms.labels_, ms.cluster_centers_[ms.labels_]
+
+    arr, _ = _check(X, 2)
+    return _per_prompt(fit_one, key, arr, 2, 1, centres_shape=arr.shape)
 
 
 # JAX twins of the scikit-learn functions, vmapped over prompts (fast on many short prompts)

@@ -1,8 +1,16 @@
 """Real data: scikit-learn's bundled 8x8 digits (no download), projected on a few principal
-directions, and prompts drawn from its rows (chapter "Beyond the paper", chapters/beyond.md).
+directions, and prompts drawn from its rows (chapter "Beyond the paper", chapters/beyond.md,
+section "Real data: handwritten digits").
+
+- ``load_digits_pca``: the images of some classes on their top principal directions.
+- ``split_digits``: the same with a training and a test part, centred at the training mean
+  (the setting of the digits benchmark, ``attnclust.experiments.digits``).
+- ``sample_rows``: prompts of L rows drawn with replacement (a sampler for ``fit_sampler``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +19,21 @@ from jaxtyping import ArrayLike, Float, Int, PRNGKeyArray
 
 from . import _validate as v
 
-__all__ = ["load_digits_pca", "sample_rows"]
+__all__ = ["DigitsSplit", "load_digits_pca", "sample_rows", "split_digits"]
+
+
+def _classes(classes) -> tuple[int, ...]:
+    classes = tuple(int(c) for c in classes)
+    if len(classes) < 1 or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
+        raise ValueError(f"classes must be distinct digits in 0..9, got classes={classes!r}")
+    return classes
+
+
+def _components(n_components) -> int:
+    n_components = v.positive_int("n_components", n_components)
+    if n_components > 64:
+        raise ValueError(f"n_components must be <= 64, got {n_components}")
+    return n_components
 
 
 def load_digits_pca(
@@ -35,12 +57,8 @@ def load_digits_pca(
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
 
-    classes = tuple(int(c) for c in classes)
-    if len(classes) < 1 or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
-        raise ValueError(f"classes must be distinct digits in 0..9, got classes={classes!r}")
-    n_components = v.positive_int("n_components", n_components)
-    if n_components > 64:
-        raise ValueError(f"n_components must be <= 64, got {n_components}")
+    classes = _classes(classes)
+    n_components = _components(n_components)
     images, y = load_digits(return_X_y=True)
     keep = np.isin(y, classes)
     Xs = images[keep] / 16.0
@@ -60,3 +78,75 @@ def sample_rows(
     idx = jax.random.randint(key, (n_prompts, L), 0, jnp.shape(data)[0])
     X = jnp.asarray(data)[idx]
     return X if labels is None else (X, jnp.asarray(labels)[idx])
+
+
+@dataclass(frozen=True)
+class DigitsSplit:
+    """Digits of some classes split into a training half and a test half, centred and
+    projected with the training half's statistics.
+
+    Attributes:
+        classes: the digits kept, in label order (label c is digit ``classes[c]``).
+        n_components: the projection dimension d (64: every pixel direction, no reduction).
+        centred: whether the training mean was subtracted.
+        train_X, train_y: (n_train, d) float32 rows and their labels.
+        test_X, test_y: (n_test, d) float32 rows and their labels.
+        test_means: (K, d) class means of the test half.
+    """
+
+    classes: tuple
+    n_components: int
+    centred: bool
+    train_X: np.ndarray
+    train_y: np.ndarray
+    test_X: np.ndarray
+    test_y: np.ndarray
+    test_means: np.ndarray
+
+
+def split_digits(
+    classes: tuple[int, ...], n_components: int, *, centre: bool = True, seed: int = 0, train_fraction: float = 0.5
+) -> DigitsSplit:
+    """scikit-learn's bundled digits of ``classes`` (pixels / 16), split at random into a
+    training and a test part (stratified by nothing: a seeded permutation), projected on the
+    top ``n_components`` principal directions of the training part and, with ``centre``,
+    centred at the training mean (PCA's usual scores). A model trained on prompts of the
+    training rows is scored on prompts of the test rows; in-context methods only see test
+    prompts. ``split_digits(..., centre=False)`` keeps the same rows and directions without
+    subtracting the mean (the translation of the data identity attention is sensitive to).
+
+    Args:
+        classes: distinct digits in 0..9, at least one.
+        n_components: d, an integer in 1..64.
+        centre: subtract the training mean.
+        seed: the permutation's seed.
+        train_fraction: the training part's share, in (0, 1).
+
+    Returns:
+        A ``DigitsSplit``.
+
+    Raises:
+        ValueError: bad classes, n_components or train_fraction.
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+
+    classes = _classes(classes)
+    n_components = _components(n_components)
+    train_fraction = v.positive_finite("train_fraction", train_fraction)
+    if train_fraction >= 1:
+        raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction!r}")
+    images, y = load_digits(return_X_y=True)
+    keep = np.isin(y, classes)
+    Xs = images[keep] / 16.0
+    labels = np.array([classes.index(int(c)) for c in y[keep]])
+    perm = np.random.default_rng(seed).permutation(len(labels))
+    n_train = int(round(train_fraction * len(labels)))
+    tr, te = perm[:n_train], perm[n_train:]
+    pca = PCA(n_components=n_components, random_state=0).fit(Xs[tr])
+    shift = pca.mean_ if centre else 0.0
+    Ztr = (Xs[tr] - shift) @ pca.components_.T
+    Zte = (Xs[te] - shift) @ pca.components_.T
+    means = np.stack([Zte[labels[te] == c].mean(axis=0) for c in range(len(classes))])
+    return DigitsSplit(classes, n_components, bool(centre), Ztr.astype(np.float32), labels[tr].astype(np.int64),
+                       Zte.astype(np.float32), labels[te].astype(np.int64), means.astype(np.float32))

@@ -1253,7 +1253,7 @@ def test_to_jupyter_rewrites_roles_and_directives():
         "(sec-x)=",
         "See {doc}`mixtures`, {doc}`the start <mixtures>`, {prf:ref}`prop-x`, {numref}`fig-a`,",
         "{eq}`eq-1`, {cite}`lloyd1982least,k2` and {glue:text}`best_lam:.3f` and {glue}`n`.",
-        "{claim}`toy-aligns` holds.",
+        "As measured, {claim}`icq-one-layer-quantizes`",
         "",
         "```{prf:proposition} Head limit",
         ":label: prop-x",
@@ -1277,9 +1277,9 @@ def test_to_jupyter_rewrites_roles_and_directives():
     assert ("See *Gaussian mixtures*, the start, Proposition (Head limit), Fig. “Distortion against lam”,"
             in out)
     assert "equation (eq-1), (Lloyd, 1982; A and B, 2001) and `best_lam` and `n`." in out
-    assert "[claim `toy-aligns`] holds." in out
     assert "> **Proposition (Head limit).** For $x \\in \\R$, (Lloyd, 1982)." in out
     assert "> *Proof.* Obvious. ∎" in out
+    assert "As measured, (claim `icq-one-layer-quantizes`)" in out
     assert "```python\nx = 1\n```" in out  # other fences are kept
     assert refs.macro_definitions() == r"$\newcommand{\R}{\mathbb{R}}$"
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from attnclust.figures import FIGURES, names
-from attnclust.figures import beyond, icq
+from attnclust.figures import beyond, digits, icq
 
-ICQ = ("icq-distortion", "icq-ari", "icq-stack", "icq-flatten")
-BEYOND = ("beyond-settings", "beyond-variances", "beyond-digits")
+ICQ = ("icq-distortion", "icq-sure", "icq-benchmark", "icq-regimes", "icq-sweeps", "icq-sweeps-unequal", "icq-cost",
+       "icq-stack", "icq-flatten")
+BEYOND = ("beyond-settings", "beyond-variances", "beyond-digits", "beyond-digits-ten")
 
 
 def test_registered_with_chapters():
@@ -47,15 +48,29 @@ def test_settings_are_valid():
 @pytest.mark.slow
 def test_every_figure_draws_at_test_size():
     res = icq.results("test")
-    assert set(res["ari"]) >= {"k-means", "EM", "identity, oracle", "trained layer, in-context"}
     assert np.all(res["D_bound"] >= res["D_exact"])
-    for f in (icq.distortion_vs_lam, icq.ari_comparison, icq.stacked_layers, icq.flattened_clouds):
+    for f in (icq.distortion_vs_lam, icq.sure_curves, icq.benchmark_forest, icq.regimes, icq.sweeps_equal,
+              icq.sweeps_unequal, icq.cost, icq.stacked_layers, icq.flattened_clouds, digits.pairs, digits.ten):
         fig = f(size="test")
         assert isinstance(fig, plt.Figure)
         plt.close(fig)
     res_b = beyond.results("test")
     assert len(res_b["rows"]) == 7
-    for f in (beyond.settings_summary, beyond.variances, beyond.digits):
+    for f in (beyond.settings_summary, beyond.variances):
         fig = f(size="test")
         assert isinstance(fig, plt.Figure)
         plt.close(fig)
+
+
+def test_digits_pair_matrix_holds_every_pair_once():
+    from attnclust import benchmark as B
+
+    dat = digits.data()
+    d = next(iter(dat["pairs"]))
+    M = digits.pair_matrix(d, B.IDENTITY)
+    off = ~np.eye(10, dtype=bool)
+    assert np.all(np.isnan(np.diag(M))) and np.all(np.isfinite(M[off]))
+    np.testing.assert_array_equal(M, M.T)
+    row = dat["pairs"][d]["per"][-1]
+    a, b = row["classes"]
+    assert M[b, a] == row["methods"][B.IDENTITY]["ari_vs_ref"]["estimate"]

@@ -35,7 +35,7 @@ STARTER_MARK = "# YOUR ANSWER HERE"
 
 GLUE_NOTE = (" Numbers that the HTML book prints in its text appear here by name, in code "
              "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`;"
-             " a measured statement appears as [claim `its-id`]: its sentence is the one the cell "
+             " a measured statement appears as (claim `its-id`): its sentence is the one the cell "
              "calling `claims.claim(\"its-id\", ...)` computes.")
 
 

@@ -14,8 +14,8 @@ what the HTML book shows in their place, taken from the book's own sources
   ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
 - ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
   that glues it and appears only in the HTML book (the editions' first cell says so);
-- ``{claim}`id``` → "claim" and the id in code style: the sentence is the one the cell
-  calling ``claims.claim("id", ...)`` computes (the first cell says so too);
+- ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
+  states it (``attnclust.claims``) and shown in the HTML book;
 - ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
   ``{bibliography}`` and MyST targets ``(label)=`` are dropped;
 - the book's MathJax macros (``_config.yml``) are defined once, in the first cell.
@@ -169,7 +169,7 @@ def _role(m: re.Match, refs: References) -> str:
     if role.startswith("glue"):
         return f"`{target.split(':', 1)[0]}`"
     if role == "claim":
-        return f"[claim `{target}`]"
+        return f"(claim `{target}`)"
     if role.startswith("cite"):
         return "(" + "; ".join(refs.citations.get(k.strip(), k.strip()) for k in target.split(",")) + ")"
     if text:

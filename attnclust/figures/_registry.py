@@ -19,6 +19,7 @@ MODULES = (
     "training",
     "icq",
     "beyond",
+    "digits",
     "performance",
 )
 

@@ -1,6 +1,6 @@
 """Figures of the chapter "Beyond the paper": settings that break the paper's assumptions
-(unequal weights, unequal or anisotropic variances, non-orthogonal and centred centroids)
-and real data (scikit-learn's digits).
+(unequal weights, unequal or anisotropic variances, non-orthogonal and centred centroids).
+The real-data section's figures (scikit-learn's digits) are in ``figures.digits``.
 
 As in ``figures.icq``, every number comes from :func:`results`, computed once per size.
 """
@@ -19,7 +19,6 @@ import attnclust as ac
 
 from .. import baselines, general_mixture, stationary
 from .. import _validate as v
-from ..digits import load_digits_pca, sample_rows
 from ..limits import general_identity_limit
 from ..train import fit_mixtures
 from ._registry import register
@@ -74,7 +73,7 @@ def _as_general(m):
 def results(size: str = "small") -> dict:
     """Every number of the chapter: per setting the trained layer's alignment (finite L,
     and large L for isotropic mixtures), span coverage and ARI of every assignment rule;
-    the unequal-variance identity limit; digits."""
+    the unequal-variance identity limit."""
     s = _size(size)
     key = jax.random.PRNGKey(11)
     k_fit, k_data, k_var, k_dig, k_dfit = jax.random.split(key, 5)
@@ -150,32 +149,6 @@ def results(size: str = "small") -> dict:
     out["var_lams"] = lams
     out["var"] = {k: np.asarray(v) for k, v in var.items()}
     out["var_L_long"] = s["L_long"]
-    # digits: classes 0 and 1, d = 5 principal directions (uncentred projection)
-    Xd, yd, means = load_digits_pca(classes=(0, 1), n_components=D)
-    out["digits_X"], out["digits_y"], out["digits_means"] = Xd, yd, means
-    out["digits_cos_means"] = float(np.dot(means[0], means[1]) / np.prod(np.linalg.norm(means, axis=1)))
-    out["digits_spread"] = [float(np.mean(np.sum((Xd[yd == c] - means[c]) ** 2, -1)) / D) for c in range(2)]
-    Xd_j = jnp.asarray(Xd)
-    # prompts of L digit images drawn with replacement: sample_rows(key, data, batch, L) is a sampler
-    fit = ac.fit_sampler(k_dfit[None], sample_rows, Xd_j, init=0.01 * jax.random.normal(k_dfit, (2, D)),
-                         lam=LAM, steps=s["steps"], batch=s["batch"], L=L, record_every=s["steps"] // 20,
-                         progress=False)
-    out["digits_theta"] = theta_digits = fit.theta[0]
-    P, lab = sample_rows(k_dig, Xd_j, s["n"], L, labels=jnp.asarray(yd))
-    sig_eff2 = float(np.mean(out["digits_spread"]))
-    stack = ac.identity_stack(P, STACK_LS / sig_eff2, STACK_DEPTH)
-    nb = s["n_base"]
-    km_lab, _ = baselines.kmeans_per_prompt(k_base, P[:nb], 2)
-    em_lab, _ = baselines.em_per_prompt(k_base, P[:nb], 2)
-    out["digits_ari"] = {
-        "trained layer (heads)": float(np.mean(ac.adjusted_rand(lab, ac.head_assignments(theta_digits, P)))),
-        "identity, oracle (class means)": float(np.mean(ac.adjusted_rand(
-            lab, ac.nearest_centroid(ac.identity_attention(P, LAM_ID), jnp.asarray(means, jnp.float32))))),
-        "identity stack, label-free": float(np.mean(ac.adjusted_rand(lab, baselines.output_clusters(k_base, stack[-1], 2)))),
-        "k-means": float(np.mean(ac.adjusted_rand(lab[:nb], km_lab))),
-        "EM": float(np.mean(ac.adjusted_rand(lab[:nb], em_lab))),
-    }
-    out["digits_cos"] = ac.alignment(theta_digits, means)
     return out
 
 
@@ -226,34 +199,5 @@ def variances(size: str = "small"):
     ax.set_ylabel("distortion")
     ax.legend(fontsize=8)
     ax.set_title("Unequal variances ($\\sigma_1=0.3$, $\\sigma_2=0.7$)")
-    fig.tight_layout()
-    return fig
-
-
-@register("beyond-digits", chapter="beyond",
-          description="Digits 0 and 1 in five principal directions: the data, the trained heads, ARI of every method")
-def digits(size: str = "small"):
-    """scikit-learn's digits 0 and 1 projected on five principal directions: the images in
-    the first two, the class means and the trained heads; ARI of every method."""
-    res = results(size)
-    X, y, means, theta = res["digits_X"], res["digits_y"], res["digits_means"], res["digits_theta"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.2]})
-    for c, colour in enumerate(("tab:blue", "tab:orange")):
-        a.scatter(X[y == c, 0], X[y == c, 1], s=6, alpha=0.5, color=colour, label=f"digit {c}")
-    a.scatter(means[:, 0], means[:, 1], marker="*", s=220, c="gold", edgecolors="k", label="class means")
-    for h in range(theta.shape[0]):
-        u = theta[h, :2] / np.linalg.norm(theta[h])
-        a.plot([0, 3 * u[0]], [0, 3 * u[1]], "k-", lw=1.5)
-    a.plot([], [], "k-", label="trained heads (first two coords)")
-    a.set_xlabel("principal direction 1")
-    a.set_ylabel("principal direction 2")
-    a.legend(fontsize=7.5)
-    names = list(res["digits_ari"])
-    b.barh(range(len(names)), [res["digits_ari"][n] for n in names],
-           color=["tab:red", "tab:blue", "tab:blue", "tab:gray", "tab:gray"])
-    b.set_yticks(range(len(names)), names, fontsize=8.5)
-    b.invert_yaxis()
-    b.set_xlim(0, 1.05)
-    b.set_xlabel("mean ARI over prompts of 50 images")
     fig.tight_layout()
     return fig
