@@ -116,7 +116,7 @@ _pool.defvjp(_pool_fwd, _pool_bwd)
 
 def rank_one_softmax_pool(lam, Pq, Pk, tile_bytes: int = TILE_BYTES):
     """sum_k softmax_k(lam Pq_q Pk_k) Pk_k for every query q: the pooling of one rank-one
-    head (chapter "Attention as soft pooling", chapters/attention.md, def-rank-one-heads).
+    head (chapter "Attention as soft pooling", chapters/attention.md, def-two-head-layer).
     Shapes: lam scalar, Pq (..., Q), Pk (..., K) with broadcastable batch shapes -> (..., Q).
 
     The output is ext_q + E_q[Pk - ext_q] with the exact shift of ``_shift``. The gradient

@@ -1,8 +1,8 @@
 """The two attention layers of the book, at finite prompt length L.
 
-- ``two_head_layer``: chapter "The two-head layer and its population risk"
-  (chapters/population_risk.md, {prf:ref} label def-two-head-layer) and "Attention as soft
-  pooling" (chapters/attention.md, def-rank-one-heads).
+- ``two_head_layer``: chapter "Attention as soft pooling" (chapters/attention.md,
+  {prf:ref} label def-two-head-layer), trained in "The two-head layer and its population
+  risk" (chapters/population_risk.md).
 - ``identity_attention``: chapter "In-context quantization with identity attention"
   (chapters/quantization.md, def-identity-attention).
 
@@ -46,7 +46,7 @@ def two_head_layer(
     """T(X)_l = sum_h theta_h sum_k softmax_k(lam <theta_h,x_l><theta_h,x_k>) <theta_h,x_k>.
 
     Head h has query-key matrix lam theta_h theta_h^T and value-output matrix
-    theta_h theta_h^T (chapters/population_risk.md, def-two-head-layer). Any number of heads
+    theta_h theta_h^T (chapters/attention.md, def-two-head-layer). Any number of heads
     H; the outputs lie in span(theta_1, ..., theta_H). The weights are computed tile by tile
     (``_numerics.rank_one_softmax_pool``): memory O(H L) per prompt plus one tile of at most
     4 MB, also for its gradient.

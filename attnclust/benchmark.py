@@ -314,7 +314,9 @@ class Row:
     """A method's summary line (``Benchmark.rows``).
 
     Attributes:
-        name, sees, oracle: as in ``Method``.
+        name: as in ``Method``.
+        sees: as in ``Method``.
+        oracle: as in ``Method``.
         ari: mean ARI with its 95% t interval over prompts.
         distortion: mean distortion with its interval.
         ari_vs_ref: paired difference of ARI to the reference method (this minus the
@@ -343,7 +345,10 @@ class Benchmark:
     Attributes:
         scores: method name -> ``MethodScores``, in the order the methods were given.
         reference: the name of the reference method of the paired differences.
-        n, L, d, K: the prompts' sizes.
+        n: the number of prompts.
+        L: the prompts' length.
+        d: the tokens' dimension.
+        K: the number of clusters.
         noise_floor: mean over prompts of the raw tokens' distortion (d sigma^2 in
             expectation for a Gaussian mixture).
     """

@@ -89,8 +89,10 @@ class DigitsSplit:
         classes: the digits kept, in label order (label c is digit ``classes[c]``).
         n_components: the projection dimension d (64: every pixel direction, no reduction).
         centred: whether the training mean was subtracted.
-        train_X, train_y: (n_train, d) float32 rows and their labels.
-        test_X, test_y: (n_test, d) float32 rows and their labels.
+        train_X: (n_train, d) float32 rows of the training half.
+        train_y: (n_train,) their labels.
+        test_X: (n_test, d) float32 rows of the test half.
+        test_y: (n_test,) their labels.
         test_means: (K, d) class means of the test half.
     """
 

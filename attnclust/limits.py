@@ -2,14 +2,15 @@
 {prf:ref} labels lem-tilting and prop-head-limit; chapter "In-context quantization with
 identity attention", chapters/quantization.md, prop-identity-limit).
 
-By the exponential-tilting lemma, for a query z and keys drawn from the mixture, head h
-tends to
+By the exponential-tilting lemma, for a query z and keys drawn from the mixture, the
+two-head layer tends to T_inf(z) = sum_h phi_h(z) theta_h with
 
-    T_h(z) = theta_h [ s sigma^2 ||theta_h||^2 + sum_c alpha_c(s) <theta_h, mu_c> ],
-    alpha(s) = softmax_c(log pi_c + s <theta_h, mu_c>),   s = lam <theta_h, z>,
+    phi_h(z) = t_h v_h + sum_c alpha_hc(z) m_hc,   alpha_h = softmax_c(log pi_c + t_h m_hc),
 
-and identity attention tends to
-    Q(z) = lam sigma^2 z + sum_c softmax_c(log pi_c + lam <z, mu_c>) mu_c.
+the tilt t_h = lam <theta_h, z>, m_hc = <theta_h, mu_c> and v_h = sigma^2 ||theta_h||^2 (the
+notation of the preface), and identity attention tends to
+
+    Q_inf(z) = lam sigma^2 z + sum_c softmax_c(log pi_c + lam <z, mu_c>) mu_c.
 
 Checks under a user's own ``jit``: shapes and dtypes are still checked; values (NaN or inf,
 the range of ``lam``, an output that overflows float32) are not.
@@ -49,8 +50,9 @@ def head_coefficients(
     mixture: GaussianMixture,
     lam: float | Float[ArrayLike, ""],
 ) -> Float[Array, "*batch H"]:
-    """The scalar coefficient of theta_h in T_h(z), given the projections P_h = <theta_h, z>
-    (chapters/attention.md, prop-head-limit); the population risk integrates it over P.
+    """The coefficients phi_h(z) of theta_h in T_inf(z), given the projections
+    P_h = <theta_h, z> (chapters/attention.md, prop-head-limit); the population risk
+    integrates them over P.
 
     Args:
         P: (``*batch``, H) projections, finite.
@@ -83,8 +85,8 @@ def _head_output_limit(theta, z, mixture, lam):
 def head_output_limit(
     theta: Float[ArrayLike, "H d"], z: Float[ArrayLike, "*batch d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, "*batch d"]:
-    """sum_h T_h(z): the large-L output of the two-head layer at query z
-    (chapters/attention.md, prop-head-limit).
+    """T_inf(z) = sum_h phi_h(z) theta_h: the large-L output of the two-head layer at
+    query z (chapters/attention.md, prop-head-limit).
 
     Args:
         theta: (H, d) heads, finite.
@@ -117,7 +119,7 @@ def _identity_limit(z, mixture, lam):
 def identity_limit(
     z: Float[ArrayLike, "*batch d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""]
 ) -> Float[Array, "*batch d"]:
-    """Q(z): the large-L output of identity attention at query z (chapters/quantization.md,
+    """Q_inf(z): the large-L output of identity attention at query z (chapters/quantization.md,
     prop-identity-limit).
 
     Args:

@@ -9,13 +9,14 @@ at build time (when it fits the book's CPU budget) or by reading a results file 
 
 ``save`` writes the data with its provenance (the command, the git commit and whether the
 working tree was clean, the UTC date, the machine, and a hash of the library sources the
-experiment depends on); ``load`` reads it back and ``Stored.stale`` says whether those
-sources changed since (then the file must be regenerated: the tests fail on a stale file).
+experiment depends on, docstrings and comments left out); ``load`` reads it back and
+``Stored.stale`` says whether the code of those sources changed since (then the file must be regenerated: the tests fail on a stale file).
 Data are JSON: numbers, strings, lists and dicts (NumPy arrays as nested lists).
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import hashlib
 import json
@@ -39,9 +40,29 @@ RESULTS_DIR = REPO_ROOT / "results"
 """The folder of the committed results files, ``results/`` at the repository's root."""
 
 
+def _without_docs(text: str) -> ast.Module:
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                            and isinstance(s.value.value, str))]
+            node.body = kept or [ast.Pass()]
+    return tree
+
+
+def code_of(text: str, rel: str) -> bytes:
+    """What of a source file an experiment's result depends on: for Python, its syntax tree
+    without docstrings (or any other bare string statement) and comments, so that editing
+    the documentation leaves a results file fresh; for other files, the bytes."""
+    if not rel.endswith(".py"):
+        return text.encode()
+    return ast.dump(_without_docs(text), include_attributes=False).encode()
+
+
 def sources_hash(sources: Sequence[str]) -> str:
-    """sha256 over the contents of ``sources`` (paths relative to the repository root, e.g.
-    ``"attnclust/experiments/training.py"``), in the order given."""
+    """sha256 over the code of ``sources`` (paths relative to the repository root, e.g.
+    ``"attnclust/experiments/training.py"``; :func:`code_of`), in the order given."""
     h = hashlib.sha256()
     for rel in sources:
         path = REPO_ROOT / rel
@@ -49,7 +70,7 @@ def sources_hash(sources: Sequence[str]) -> str:
             raise ValueError(f"sources must be files of the repository, got {rel!r} (no such file)")
         h.update(rel.encode())
         h.update(b"\0")
-        h.update(path.read_bytes())
+        h.update(code_of(path.read_text(encoding="utf-8"), rel))
         h.update(b"\0")
     return h.hexdigest()
 

@@ -2,10 +2,10 @@
 chapters/population_risk.md, {prf:ref} labels def-risks and prop-rinf).
 
 - ``empirical_risk``: the finite-L risk R_L estimated on a batch of prompts.
-- ``population_risk``: the large-L risk R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2 by
-  Gauss-Hermite quadrature. Since T(z) = sum_h coef_h(<theta_h, z>) theta_h,
+- ``population_risk``: the large-L risk R_inf(Theta) = E_z ||z - T_inf(z)||^2 by
+  Gauss-Hermite quadrature. Since T_inf(z) = sum_h phi_h(<theta_h, z>) theta_h,
 
-      ||z - T(z)||^2 = ||z||^2 - 2 sum_h coef_h P_h + sum_{h,h'} G_{hh'} coef_h coef_h',
+      ||z - T_inf(z)||^2 = ||z||^2 - 2 sum_h phi_h P_h + sum_{h,h'} G_{hh'} phi_h phi_h',
 
   with P_h = <theta_h, z> and G = Theta Theta^T. So R_inf needs only E||z||^2 (closed form),
   one-dimensional Gaussian integrals (the h = h' terms) and two-dimensional ones (pairs),
@@ -110,7 +110,7 @@ _population_risk_jit = jax.jit(_population_risk, static_argnums=3)
 def population_risk(
     theta: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""], n_nodes: int = 40
 ) -> Float[Array, ""]:
-    """R_inf(Theta) = E_z ||z - sum_h T_h(z)||^2, z from the mixture
+    """R_inf(Theta) = E_z ||z - T_inf(z)||^2, z from the mixture
     (chapters/population_risk.md, def-risks and prop-rinf).
 
     Computed by Gauss-Hermite quadrature with ``n_nodes`` per dimension over the 1-D and

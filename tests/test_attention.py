@@ -1,4 +1,4 @@
-"""Invariants of the two attention layers, as property tests (chapters/population_risk.md,
+"""Invariants of the two attention layers, as property tests (chapters/attention.md,
 def-two-head-layer; chapters/quantization.md, def-identity-attention)."""
 
 import jax
@@ -123,7 +123,7 @@ def test_blocked_identity_is_finite_at_huge_temperature(key):
 
 def test_two_head_layer_is_sign_invariant(key):
     """Flipping the sign of a head leaves the layer unchanged (chapters/attention.md,
-    def-rank-one-heads)."""
+    def-two-head-layer)."""
     X = jax.random.normal(key, (3, 9, 4))
     theta = jax.random.normal(jax.random.fold_in(key, 1), (2, 4))
     flipped = theta.at[1].multiply(-1.0)

@@ -19,6 +19,7 @@ FIGURE_CHAPTERS = {
     "aligned-branch": "population_risk",
     "distortion-lambda": "quantization",
     "distortion-scaling": "quantization",
+    "identity-fixed-points": "quantization",
 }
 
 
@@ -67,7 +68,7 @@ def test_finite_L_distortion_below_bound():
     out = fq.finite_L_distortion(jax.random.PRNGKey(1), mix, lams, 50, n_tokens=5000)
     bound = np.array([sym.distortion_bound(l, 2.0, 0.5, 5) for l in lams])
     assert np.all(out["D"] < bound) and np.all(out["se"] > 0)
-    # at a cold softmax every token is pulled to the prompt mean: D near E||mean - mu_c||^2
+    # at a flat softmax (lam -> 0) every token is pulled to the prompt mean: D near E||mean - mu_c||^2
     cold = fq.finite_L_distortion(jax.random.PRNGKey(2), mix, np.array([1e-4]), 50, n_tokens=5000)
     assert abs(cold["D"][0] - 2.0) < 0.1  # ||(mu_1 + mu_2)/2 - mu_1||^2 = r^2 / 2 = 2
 
@@ -80,3 +81,31 @@ def test_distortion_data_consistent():
     s = fq.distortion_scaling_data()
     assert s["lam_exact_s2"].shape == (len(s["d"]), len(s["rho"]))
     assert np.all(s["bound_s2"] >= s["exact_min_s2"])
+
+
+def test_risk_gap_terms_add_up_and_match_the_masked_estimator():
+    # R_L - R_inf by two routes on the same tokens (same key and shape): the variance and
+    # cross terms of figures.risk (two_head_layer on reshaped prompts) and the paired
+    # estimator of stationary.risk_gap (a block-masked softmax). Float32 rounding of a
+    # per-token difference of squared errors of size ~1: 1e-5 absolute.
+    from attnclust import stationary as st
+
+    mix = ac.orthogonal_mixture()
+    theta = np.array([[0.93, -0.16, 0, 0, 0], [-0.16, 0.93, 0, 0, 0]])
+    out = fr.risk_gap_terms(jax.random.PRNGKey(3), theta, mix, 1.0, [8, 32], n_tokens=2048)
+    ref = st.risk_gap(jax.random.PRNGKey(3), theta, mix, 1.0, [8, 32], n_tokens=2048)
+    np.testing.assert_allclose(out["gap"], out["variance"] + out["cross"], rtol=1e-12)
+    np.testing.assert_allclose(out["gap"], ref["gap"], atol=1e-5)
+    assert np.all(out["variance"] > 0) and out["variance"][0] > out["variance"][1]
+    with pytest.raises(ValueError, match="divide"):
+        fr.risk_gap_terms(jax.random.PRNGKey(3), theta, mix, 1.0, [8, 12], n_tokens=2048)
+
+
+def test_fixed_points_data_end_points_on_the_branch():
+    d = fq.fixed_points_data()
+    i = np.searchsorted(d["lam"], d["lam_iterated"])
+    # the iterated map ends on the computed branch (interpolated on the grid), away from lam_c
+    far = np.abs(d["lam_iterated"] - d["lam_critical"]) > 0.1
+    interp = np.stack([np.interp(d["lam_iterated"], d["lam"], d["split"][:, k]) for k in range(2)], -1)
+    np.testing.assert_allclose(d["iterated"][far], interp[far], atol=0.05)
+    assert np.all(i > 0)

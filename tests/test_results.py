@@ -67,3 +67,16 @@ def test_every_committed_results_file_is_fresh():
         assert path.stem in known, f"{path.name}: no committed experiment of that name"
         assert set(stored.sources) >= set(experiments.COMMITTED[path.stem].sources), path.name
         assert not stored.stale, f"{path.name} is stale: run `{stored.command}`"
+
+
+def test_code_of_ignores_documentation_not_code():
+    """A results file stays fresh when only docstrings or comments of its sources change,
+    and goes stale when the code does."""
+    from attnclust.results import code_of
+
+    base = 'X = 1\n"""X: doc."""\n\n\ndef f(a):\n    """Doc."""\n    return a + X  # note\n'
+    docs = 'X = 1\n"""Another doc."""\n\n\ndef f(a):\n    """Other."""\n    # a comment\n    return a + X\n'
+    code = 'X = 1\n"""X: doc."""\n\n\ndef f(a):\n    """Doc."""\n    return a - X  # note\n'
+    assert code_of(base, "m.py") == code_of(docs, "m.py")
+    assert code_of(base, "m.py") != code_of(code, "m.py")
+    assert code_of(base, "m.txt") != code_of(docs, "m.txt")  # other files: their bytes

@@ -37,7 +37,9 @@ __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidde
 STARTER_MARK = "# YOUR ANSWER HERE"
 
 GLUE_NOTE = (" Numbers that the HTML book prints in its text appear here by name, in code "
-             "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`.")
+             "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`;"
+             " a measured statement appears as (claim `its-id`): its sentence is the one the cell "
+             "calling `claims.claim(\"its-id\", ...)` computes.")
 
 
 def _new_nb(chapter: Chapter) -> nbformat.NotebookNode:

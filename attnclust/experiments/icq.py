@@ -38,8 +38,8 @@ REGIME_DS = (5, 10, 20, 50, 100, 200, 400)
 
 
 TRAINED = "two-head layer, trained on r e_1, r e_2"
-"""The trained two-head layer's name in the benchmark: trained on the fixed mixture
-(centroids r e_1, r e_2), it is scored on in-context prompts like every other method."""
+"""The name in the benchmark of the trained two-head layer (trained on the fixed mixture
+with centroids r e_1, r e_2, then scored on in-context prompts like every other method)."""
 
 TRAIN_STEPS = {"small": 2000, "full": 2000, "test": 100}
 
@@ -96,14 +96,16 @@ class Regimes:
         self_weight_bound: (m,) mean weight w_ll a token gives its own key, at lam_bound.
         self_weight_sure: (m,) the same at the label-free lam (one layer, unmasked).
         self_weight_predicted: (m,) ``self_weight_estimate`` at lam_bound.
-        D_bound, D_sure, D_masked: (m,) distortion of one layer at lam_bound, at the
-            label-free lam, and self-masked at its label-free lam.
+        D_bound: (m,) distortion of one layer at lam_bound.
+        D_sure: (m,) distortion of one layer at the label-free lam.
+        D_masked: (m,) distortion of the self-masked layer at its label-free lam.
         D_labels: (m,) distortion of the true clusters' means (each token replaced by the mean
             of its own cluster in the prompt: the best a partition can give; an oracle).
         floor: (m,) distortion of the raw tokens (about d sigma^2).
         D_mean: (m,) distortion of the prompt's mean used for every token (the one-point
             quantizer, identity attention's lam -> 0 limit).
-        lam_sure, lam_masked: (m,) median label-free lam, unmasked and self-masked.
+        lam_sure: (m,) median label-free lam of the unmasked layer.
+        lam_masked: (m,) median label-free lam of the self-masked layer.
         d_star: (r/sigma)^2 log(L pi): the dimension beyond which the unmasked layer cannot
             both ignore its own key and tell the clusters apart (prop-icq-self-weight).
         d_star_masked: (r/sigma)^4: the same for the self-masked layer.

@@ -26,7 +26,8 @@ K, D, R, SIGMA, L = 2, 5, 2.0, 0.5, 50
 """The default setting."""
 
 WEIGHT_RATIO = 4.0
-"""Unequal weights: pi_c proportional to WEIGHT_RATIO^(-c / (K - 1)), c = 0..K-1."""
+"""The ratio of the largest to the smallest weight of the unequal mixtures (pi_c proportional to
+WEIGHT_RATIO^(-c / (K - 1)), c = 0..K-1)."""
 
 SWEEP_SIZES = {
     # prompts per sweep point (n_long for L >= 500)
@@ -40,7 +41,7 @@ SWEEPS = {
     "d": dict(values=(5, 10, 20, 50, 100, 200), fixed={}),
     "r/sigma": dict(values=(2.0, 2.5, 3.0, 4.0, 6.0), fixed={}),
 }
-"""The sweeps: each varies one parameter from the default setting (the K sweep at d = 8, so
+"""The sweeps, each of which varies one parameter from the default setting (the K sweep at d = 8, so
 that K = 8 orthogonal centroids fit); every point is run with equal and unequal weights.
 r/sigma varies sigma = r / (r/sigma) at r = 2."""
 

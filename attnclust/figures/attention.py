@@ -1,5 +1,5 @@
 """Figures of the preface and of the chapter "Attention as soft pooling" (chapters/attention.md:
-the rank-one heads, def-rank-one-heads; the tilting lemma, lem-tilting; the large-L head
+the rank-one heads, def-two-head-layer; the tilting lemma, lem-tilting; the large-L head
 limit, prop-head-limit).
 
 - ``preface-layers``: one 2-D prompt, the two-head layer's outputs and the identity layer's
@@ -15,7 +15,7 @@ limit, prop-head-limit).
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -182,7 +182,7 @@ def softmax_temperature(size: str = "small") -> matplotlib.figure.Figure:
     ax2.semilogx(lams, softmax_pool(u, s * u, lams), color="black", label="pooled value")
     ax2.axhline(u.mean(), color="grey", ls="--", label="mean of the values")
     ax2.axhline(u.max(), color="tab:red", ls=":", label="largest value")
-    ax2.set_xlabel(r"temperature $\lambda$")
+    ax2.set_xlabel(r"inverse temperature $\lambda$")
     ax2.set_ylabel(r"pooled value $\Sigma_k\, \mathrm{softmax}_k(\lambda s u_k)\, u_k$")
     ax2.legend(fontsize=8)
     ax2.grid(alpha=0.3)

@@ -11,7 +11,7 @@ mixture, def-mixture; distortion and the clustering measures, def-distortion).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import matplotlib.figure

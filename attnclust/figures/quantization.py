@@ -163,3 +163,58 @@ def distortion_scaling(size: str = "small") -> plt.Figure:
     b.legend(frameon=False, fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
+
+
+@lru_cache(maxsize=None)
+def fixed_points_data(size: str = "small") -> dict:
+    """Fixed points of iterated Q_inf against lam (``symbolic.identity_fixed_points``;
+    sec-quant-fixed-points, chapters/quantization.md) for r = 2, sigma = 0.5, beside where
+    Q_inf iterated from the centroid mu_1 (``symbolic.identity_limit_float64``) ends up
+    after 300 steps.
+
+    Returns arrays ``lam``, ``split`` (n, 2) the fixed point reached from cluster 1's side,
+    ``merged`` (n, 2), ``iterated`` (m, 2) at the grid ``lam_iterated``, and ``lam_critical``.
+    """
+    _check_size(size)
+    r, sigma = DEFAULT["r"], DEFAULT["sigma"]
+    lams = np.linspace(0.05, 2.5, 70 if size == "small" else 350)
+    rows = [symbolic.identity_fixed_points(l, r, sigma) for l in lams]
+    lam_it = np.linspace(0.1, 2.4, 12 if size == "small" else 48)
+    mu = np.array([[r, 0.0], [0.0, r]])
+
+    def iterate(lam):
+        z = mu[0]
+        for _ in range(300):
+            z = symbolic.identity_limit_float64(z, mu, [0.5, 0.5], sigma, float(lam))
+        return z
+
+    return {"lam": lams, "split": np.array([row["split"] for row in rows]),
+            "merged": np.array([row["merged"] for row in rows]),
+            "lam_iterated": lam_it, "iterated": np.array([iterate(l) for l in lam_it]),
+            "lam_critical": rows[0]["lam_critical"], "r": r}
+
+
+@register("identity-fixed-points", chapter=CHAPTER)
+def fixed_points(size: str = "small") -> plt.Figure:
+    """The pitchfork of the fixed points of Q_inf: both coordinates of the fixed point of
+    cluster 1 against lam, the merged fixed point (dashed where unstable), the centroid's
+    coordinates r and 0, and the end points of iterated Q_inf from mu_1."""
+    D = fixed_points_data(size)
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    lam, lc = D["lam"], D["lam_critical"]
+    stable = lam <= lc
+    ax.plot(lam, D["split"][:, 0], "-", color="C0", label="fixed point of cluster 1: first coordinate")
+    ax.plot(lam, D["split"][:, 1], "-", color="C1", label="second coordinate")
+    ax.plot(lam[~stable], D["merged"][~stable, 0], "--", color="gray", label="merged fixed point (unstable)")
+    ax.plot(D["lam_iterated"], D["iterated"][:, 0], "o", color="C0", ms=4, mfc="none",
+            label=r"300 steps of $Q_\infty$ from $\mu_1$")
+    ax.plot(D["lam_iterated"], D["iterated"][:, 1], "o", color="C1", ms=4, mfc="none")
+    ax.axhline(D["r"], color="black", lw=0.8, ls=":", label=r"centroid $\mu_1 = (r, 0)$")
+    ax.axhline(0, color="black", lw=0.8, ls=":")
+    ax.axvline(lc, color="gray", lw=0.8)
+    ax.annotate(r"$\lambda_c$", (lc, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -12))
+    ax.set_xlabel(r"$\lambda$")
+    ax.set_ylabel("coordinate of the fixed point")
+    ax.legend(frameon=False, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.06))
+    fig.tight_layout()
+    return fig
