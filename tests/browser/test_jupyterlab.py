@@ -1,7 +1,8 @@
 """A chapter in JupyterLab, as a student running it on their machine meets it.
 
 Starts JupyterLab (the project's environment, with the settings that `make lab` installs)
-on 127.0.0.1, opens ``chapters/mixtures.md`` by its URL (it must open as a notebook, not
+on 127.0.0.1, over a copy of the chapter (JupyterLab saves what it opens: jupytext would
+rewrite the repository's source in its own style), opens ``chapters/mixtures.md`` by its URL (it must open as a notebook, not
 in the text editor), runs all cells, checks that no cell raised, moves one slider of the
 mixture explorer and checks that the explorer's figure changed. The server and its
 kernels are stopped at the end. Needs `make venv` (which installs the JupyterLab
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,11 +71,17 @@ def jupyterlab(tmp_path_factory):
     (user / "apputils-extension").mkdir(parents=True)
     (user / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}')
+    (user / "docmanager-extension").mkdir(parents=True)
+    (user / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
+        '{"autosave": false}')
+    root = home / "book"
+    (root / "chapters").mkdir(parents=True)
+    shutil.copy(REPO / CHAPTER, root / CHAPTER)
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={REPO}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
            f"--LabApp.user_settings_dir={home / 'lab-user-settings'}",
            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            *(["--allow-root"] if os.geteuid() == 0 else [])]  # CI containers run as root
