@@ -57,6 +57,10 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # markdown.References every chapter, the bibliography and the MathJax macros
     "chapters/instructors.md": ("_toc.yml", "_config.yml", "chapters/*.md",
                                 "chapters/references.bib"),
+    # committed results files (attnclust.results.load: results/NAME.json), read through
+    # attnclust.experiments.landscape / .training / .beyond
+    "chapters/training_dynamics.md": ("results/*.json",),
+    "chapters/beyond.md": ("results/*.json",),
 }
 # Build products that depend on executed outputs (relative to the build dir).
 STALE_PATHS = (CACHE_DIR, "jupyter_execute", ".doctrees", "html")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import _validate as v
 
-MODULES: tuple[str, ...] = ("landscape",)
+MODULES: tuple[str, ...] = ("landscape", "training", "beyond")
 """Modules of this package that register committed experiments (imported by ``names``)."""
 
 

@@ -239,15 +239,29 @@ class Landscape:
         below = [L for L in self.Ls if self.interval(L).high < 0 and (L_above is None or L > L_above)]
         return L_above, (min(below) if below else None)
 
-    def crossing(self) -> float:
-        """L where the fitted smallest eigenvalue crosses 0: the sample means fitted by
-        least squares as ``limit + a / L + b / L^2`` (the R_inf value as the limit)."""
+    def crossing(self, means: np.ndarray | None = None) -> float:
+        """L where the fitted smallest eigenvalue first crosses 0 coming from L = inf: the
+        sample means (or ``means``, one per L) fitted by least squares as
+        ``limit + a / L + b / L^2``, the R_inf value being the limit. NaN when the fit does
+        not cross zero above the grid's smallest L (no change of index on the grid)."""
         x = 1.0 / np.asarray(self.Ls, float)
-        y = self.smallest.mean(1) - self.limit[0]
+        y = (self.smallest.mean(1) if means is None else np.asarray(means)) - self.limit[0]
         a, b = np.linalg.lstsq(np.stack([x, x**2], 1), y, rcond=None)[0]
         roots = np.roots([b, a, self.limit[0]])  # limit + a t + b t^2 = 0, t = 1/L
         t = roots[np.isreal(roots) & (roots.real > 0)].real
-        return float(1 / t.max()) if t.size else float("nan")
+        L_cross = 1 / t.min() if t.size else float("nan")  # the first crossing from L = inf
+        return float(L_cross) if L_cross >= min(self.Ls) else float("nan")
+
+    def crossing_interval(self, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> stats.Interval:
+        """``crossing`` with a bootstrap percentile interval: the samples of each L are
+        resampled with replacement and the fit repeated."""
+        rng = np.random.default_rng(seed)
+        S = self.samples
+        boot = np.array([self.crossing(np.take_along_axis(self.smallest, rng.integers(0, S, self.smallest.shape), 1).mean(1))
+                         for _ in range(n_boot)])
+        boot = boot[np.isfinite(boot)]
+        lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+        return stats.Interval(self.crossing(), float(lo), float(hi), level, "bootstrap percentile", S)
 
     def as_data(self) -> dict:
         """The landscape as JSON data (the results file)."""
@@ -290,10 +304,14 @@ def _key(point: str, L: int, s: int):
     return jax.random.fold_in(jax.random.fold_in(base, L), s)
 
 
-def check_sample(point: str, L: int, tokens: int, s: int = 10_000) -> stationary.StationaryPoint:
-    """One more sample at ``L`` (seed ``s``, not among the stored ones): the stationary point
-    of its R_L in the family, for the chapter's build-time check against ``stored``."""
-    return _sample_point(point, int(L), _prompts(int(L), tokens), _key(point, int(L), s))[0]
+def check_sample(point: str, L: int, tokens: int, s: int = 10_000):
+    """One more sample at ``L`` (seed ``s``, not among the stored ones) and the stationary
+    point of its R_L in the family: ``(X, StationaryPoint)``, for the chapter's build-time
+    check against ``stored`` (see ``Landscape.prediction``)."""
+    mix = _mixture(v.one_of("point", point, POINTS))
+    X, _ = sample(_key(point, int(L), s), mix, _prompts(int(L), tokens), int(L))
+    p = stationary.empirical_stationary(large_L_point(point).theta, X, LAM, directions=family_directions(point))
+    return X, p
 
 
 def landscape(point: str, size: str = "full", progress: bool = False) -> Landscape:
