@@ -139,7 +139,7 @@ def training_landscape(size: str = "small") -> matplotlib.figure.Figure:
         top.set_xlabel("L")
         ax.set_xlabel("1 / L")
         ax.set_ylabel("smallest Hessian eigenvalue")
-        ax.set_title(title, fontsize=9)
+        ax.text(0.97, 0.95, title, transform=ax.transAxes, ha="right", va="top", fontsize=9)
         ax.set_xlim(-0.002, x.max() * 1.08)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
