@@ -39,6 +39,20 @@ def holds(predicate, *arrays) -> bool:
         return bool(predicate(*arrays))
 
 
+def _on_host(a: jax.Array) -> bool:
+    """True when the concrete array ``a`` lives on CPU devices (reading it is free)."""
+    return all(d.platform == "cpu" for d in a.devices())
+
+
+def all_finite(a: Any) -> bool:
+    """True when every entry of the concrete array ``a`` is finite. Checked with NumPy on the
+    host (no JAX program to compile for each new shape); an array on an accelerator is
+    checked there and only the answer comes back."""
+    if isinstance(a, jax.Array) and not _on_host(a):
+        return holds(lambda x: jnp.all(jnp.isfinite(x)), a)
+    return bool(np.all(np.isfinite(np.asarray(a))))
+
+
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
@@ -101,8 +115,7 @@ def real_array(name: str, value: Any, *, finite: bool = True, dtype=jnp.float32)
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}: {name}={_describe(value)}")
     if finite and arr.dtype.kind == "f":
-        xp = jnp if isinstance(arr, jax.Array) else np  # a device array is checked on its device
-        if not holds(lambda a: xp.all(xp.isfinite(a)), arr):
+        if not all_finite(arr):
             raise ValueError(f"{name} must be finite; it contains NaN or inf: {name}={_describe(arr)}")
         if np.dtype(arr.dtype).itemsize > 4 and arr.size and float(np.max(np.abs(arr))) > F32_MAX:
             raise ValueError(
@@ -217,7 +230,7 @@ def raw_keys(name: str, keys: Any, batched: bool = True) -> jax.Array:
 def finite_result(out: Any, culprits: str) -> Any:
     """Return ``out``, raising a ValueError naming ``culprits`` (for instance "theta and X
     are") when a concrete result overflowed float32 although every input was finite."""
-    if not is_tracer(out) and not holds(lambda a: jnp.all(jnp.isfinite(a)), out):
+    if not is_tracer(out) and not all_finite(out):
         raise ValueError(f"{culprits} too large: the result overflows float32 (|x| <= {F32_MAX:.3g}); rescale them")
     return out
 

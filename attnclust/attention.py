@@ -47,7 +47,9 @@ def two_head_layer(
 
     Head h has query-key matrix lam theta_h theta_h^T and value-output matrix
     theta_h theta_h^T (chapters/population_risk.md, def-two-head-layer). Any number of heads
-    H; the outputs lie in span(theta_1, ..., theta_H). Memory O(H L^2) per prompt.
+    H; the outputs lie in span(theta_1, ..., theta_H). The weights are computed tile by tile
+    (``_numerics.rank_one_softmax_pool``): memory O(H L) per prompt plus one tile of at most
+    4 MB, also for its gradient.
 
     Args:
         theta: (H, d) head parameters, H >= 1, finite.

@@ -80,6 +80,25 @@ class GaussianMixture:
         object.__setattr__(self, "centroids", mu)
         object.__setattr__(self, "sigma", sigma)
 
+    @classmethod
+    def axes(cls, weights: int | None, centroids: int | None, sigma: int | None) -> "GaussianMixture":
+        """A mixture-shaped prefix for ``jax.vmap``'s ``in_axes`` or ``out_axes``: the axis
+        to map over in each field (an int) or None (not mapped), not validated as a mixture.
+
+        ``jax.vmap(f, in_axes=(GaussianMixture.axes(0, 0, 0), None))(stack, x)`` maps ``f``
+        over a stack of mixtures (``jax.tree.map(jnp.stack, *mixtures)``).
+
+        Raises:
+            TypeError: a field that is neither an int nor None.
+        """
+        for name, axis in (("weights", weights), ("centroids", centroids), ("sigma", sigma)):
+            if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
+                raise TypeError(f"{name} must be an axis (an int) or None, got {name}={axis!r}")
+        spec = object.__new__(cls)
+        for name, axis in (("weights", weights), ("centroids", centroids), ("sigma", sigma)):
+            object.__setattr__(spec, name, axis)
+        return spec
+
     @property
     def K(self) -> int:
         """Number of components."""

@@ -3,13 +3,13 @@
 
     .venv/bin/python benchmarks/alternatives.py        # prints a table, writes alternatives.json
 
-1. ``autodiff_pool``: the rank-one head pooling written as its forward formula and
-   differentiated by JAX (the library's kernel until it got a hand-written gradient),
-   against ``attnclust._numerics.rank_one_softmax_pool``, whose ``custom_vjp`` recomputes
-   the L x L weights in the backward pass instead of storing them. Values and gradients are
-   checked to agree before timing. Each training step is timed in wall-clock time and in
-   process CPU time: on this shared 2-core machine the CPU time per step is the steadier
-   measure, and XLA spreads some kernels over both cores (wall < CPU), others not.
+1. ``previous_pool``: the rank-one head pooling as the library computed it before its
+   tiled version: a ``custom_vjp`` whose backward pass was meant to recompute the L x L
+   weights, but XLA merged the recompute with the forward exp and stored the shifted keys,
+   the weights and their product (about 40 bytes a score), re-read in the backward pass.
+   ``make bench`` times the training step with it beside the library's (the "before").
+   ``autodiff_pool``: the forward formula differentiated by JAX. Values and gradients are
+   checked to agree with the library before timing.
 2. ``fit``'s step run without ``vmap`` (one seed, plain lax.scan), to isolate what a seed
    axis of size 1 costs on the CPU.
 3. ``identity_fused``: identity attention with the softmax denominator folded into the
@@ -44,6 +44,46 @@ def autodiff_pool(lam, Pq, Pk):
     return jnp.sum(e * Pk[..., None, :], axis=-1) / jnp.sum(e, axis=-1)
 
 
+@jax.custom_vjp
+def previous_pool(lam, Pq, Pk):
+    """The library's pooling before it was tiled (same values and gradients)."""
+    return _previous_moments(lam, Pq, Pk)[0]
+
+
+def _previous_weights(lam, Pq, Pk):
+    ext = jnp.where(Pq >= 0, jnp.max(Pk, axis=-1, keepdims=True), jnp.min(Pk, axis=-1, keepdims=True))
+    D = Pk[..., None, :] - ext[..., :, None]
+    big = jnp.finfo(D.dtype).max
+    return ext, D, jnp.exp(jnp.clip(lam * Pq, -big, big)[..., :, None] * D)
+
+
+def _previous_moments(lam, Pq, Pk):
+    ext, D, e = _previous_weights(lam, Pq, Pk)
+    Z = jnp.sum(e, axis=-1)
+    m1 = jnp.sum(e * D, axis=-1) / Z
+    m2 = jnp.sum(e * D * D, axis=-1) / Z
+    return ext + m1, Z, m1, jnp.maximum(m2 - m1 * m1, 0.0)
+
+
+def _previous_fwd(lam, Pq, Pk):
+    out, Z, m1, var = _previous_moments(lam, Pq, Pk)
+    return out, (lam, Pq, Pk, Z, m1, var)
+
+
+def _previous_bwd(res, g):
+    lam, Pq, Pk, Z, m1, var = res
+    _, D, e = _previous_weights(lam, Pq, Pk)
+    c = g / Z
+    a = c * (1.0 - lam * Pq * m1)
+    b = c * lam * Pq
+    d_keys = jnp.sum(e * (a[..., :, None] + b[..., :, None] * D), axis=-2)
+    lam = jnp.asarray(lam)
+    return jnp.sum(g * Pq * var).reshape(lam.shape).astype(lam.dtype), g * lam * var, d_keys
+
+
+previous_pool.defvjp(_previous_fwd, _previous_bwd)
+
+
 def two_head(theta, X, lam, pool):
     P = jnp.swapaxes(X @ theta.T, -1, -2)  # (..., H, L)
     return jnp.swapaxes(pool(lam, P, P), -1, -2) @ theta
@@ -51,7 +91,8 @@ def two_head(theta, X, lam, pool):
 
 def check_pool() -> float:
     """Largest relative difference of values and gradients (theta, lam) between the library's
-    pooling and autodiff_pool at random inputs, including a large lam."""
+    pooling and each alternative (autodiff_pool, previous_pool) at random inputs, including a
+    large lam."""
     worst = 0.0
     key = jax.random.PRNGKey(0)
     for lam in (0.3, 1.0, 30.0):
@@ -62,10 +103,11 @@ def check_pool() -> float:
             lambda t, l, p: jnp.sum(jnp.sin(two_head(t, X, l, p))),
         ):
             a = jax.value_and_grad(f, argnums=(0, 1))(theta, lam, rank_one_softmax_pool)
-            b = jax.value_and_grad(f, argnums=(0, 1))(theta, lam, autodiff_pool)
-            for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-                err = float(jnp.max(jnp.abs(x - y)) / (jnp.max(jnp.abs(x)) + 1e-12))
-                worst = max(worst, err)
+            for other in (autodiff_pool, previous_pool):
+                b = jax.value_and_grad(f, argnums=(0, 1))(theta, lam, other)
+                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+                    err = float(jnp.max(jnp.abs(x - y)) / (jnp.max(jnp.abs(x)) + 1e-12))
+                    worst = max(worst, err)
     return worst
 
 
@@ -96,7 +138,7 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
         theta = ac.init_theta(jax.random.PRNGKey(2), m, init="near")
         steps = n or max(2, int(2e6 / (batch * L * L)))
         row = {"L": L, "batch": batch, "scan_steps": steps, "load": os.getloadavg()[0]}
-        for name, pool in (("library", rank_one_softmax_pool), ("autodiff", autodiff_pool)):
+        for name, pool in (("library", rank_one_softmax_pool), ("autodiff", autodiff_pool), ("previous", previous_pool)):
             def run(theta, X, pool=pool):
                 def step(carry, _):
                     th, st = carry
@@ -109,9 +151,11 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
             row[f"{name}_ms"], row[f"{name}_cpu_ms"] = 1e3 * wall / steps, 1e3 * cpu / steps
         row["speedup"] = row["autodiff_ms"] / row["library_ms"]
         row["cpu_speedup"] = row["autodiff_cpu_ms"] / row["library_cpu_ms"]
+        row["previous_speedup"] = row["previous_ms"] / row["library_ms"]
         print(f"two-head training step L={L}, batch {batch}: hand-written VJP {row['library_ms']:.2f} ms "
               f"({row['library_cpu_ms']:.2f} ms CPU), autodiff {row['autodiff_ms']:.2f} ms "
-              f"({row['autodiff_cpu_ms']:.2f} ms CPU): {row['speedup']:.2f}x wall, {row['cpu_speedup']:.2f}x CPU "
+              f"({row['autodiff_cpu_ms']:.2f} ms CPU): {row['speedup']:.2f}x wall, {row['cpu_speedup']:.2f}x CPU; "
+              f"previous kernel {row['previous_ms']:.2f} ms ({row['previous_speedup']:.2f}x) "
               f"(load {row['load']:.1f})", flush=True)
         rows.append(row)
     return rows

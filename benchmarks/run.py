@@ -3,34 +3,35 @@
 
     make bench                                   # = python benchmarks/run.py
     python benchmarks/run.py --quick             # tiny sizes, a smoke test of this script
-    python benchmarks/run.py --size full         # accelerator sizes (benchmarks/gpu.sh)
 
-Sections (the issue "Performance and scale"):
+Sections:
 
-1. Training. Steps per second of one ``fit`` (one jit-compiled lax.scan) and of
-   ``fit_many`` over S seeds (seed-steps per second), against (a) the same layer, sampling
-   and Adam step in PyTorch eager on the CPU, one seed, same batch; (b) a Python loop of
-   per-step jitted calls of the same step; (c) S sequential ``fit`` runs. Also ``fit_many``
-   with the seeds sharded over one CPU device per core (JAX_NUM_CPU_DEVICES, in a child
-   process): how the library is meant to use a multi-core CPU, and the configuration the
-   goals are judged on, since the PyTorch peer also gets every core (the faster of 1 and 2
-   threads). Then the achieved GFLOP/s of one training step of the attention
-   layer (forward, backward, Adam) at L = 256 and 1024, FLOPs as counted by XLA's
-   cost analysis of the compiled step, against the float32 matrix-multiply peak measured
-   in the same run (best of JAX, PyTorch and NumPy at n = 1024, 2048).
-2. Identity attention, d = 32, L = 1k..200k: time and peak resident memory of the blocked
-   evaluation (``identity_attention(X, lam, block=B)``) and of the unblocked one where its
-   L x L matrix fits in 2 GB, each size in its own child process (peak RSS = VmHWM of the
-   child, whose resident memory just before the evaluation is recorded as the baseline);
-   GFLOP/s with the model count 4 L^2 d (the two products; the softmax is not counted);
-   distortion D = mean ||Q(x) - mu_c(x)||^2 and time against scikit-learn's KMeans
-   (``attnclust.baselines.kmeans_per_prompt``) on the same tokens.
+0. Roofline (``benchmarks/roofline.py``): the exp throughput of this machine (a jitted
+   sum of exps over a rank-one grid, the form of the layer's scores) and its memory
+   bandwidth, measured first, in the same run as everything they judge.
+1. Training. The training step (forward, backward, Adam on a fixed batch of 32 prompts,
+   2 heads) at L = 50, 256, 1024, as a fraction of the exp roofline (2 B H L^2 exps by
+   design), beside the previous kernel (``alternatives.previous_pool``) and the PyTorch
+   peers (``benchmarks/peers.py``: eager, ``torch.compile``, and ``torch.func.vmap`` over
+   S seeds against ``jax.vmap``). Then ``fit`` and ``fit_many`` (sampling included), and
+   ``fit_many`` with the seeds sharded over one CPU device per core (JAX_NUM_CPU_DEVICES,
+   in a child process).
+2. Identity attention, d = 32, L = 1k..100k: first the query and key tiles, timed at
+   L = 30,000, and the fastest used for every length; time and peak resident memory of the
+   blocked evaluation (``identity_attention(X, lam, block=B)``) and of the unblocked one
+   where its L x L matrix fits in 2 GB, each size in its own child process (peak RSS =
+   VmHWM of the child, whose resident memory just before the evaluation is the baseline);
+   the fraction of the exp roofline (L^2 exps) and of the combined roofline (the exps and
+   the 4 L^2 d FLOPs of its matrix products at the measured matrix-multiply peak);
+   distortion and time against scikit-learn's KMeans on the same tokens.
 3. Widget callbacks: p50 and p95 latency over a scripted sequence of slider moves
    (``bench_widgets``), the first call and redraws at the defaults.
 4. Book build: read from benchmarks/book.json, written by ``make bench-book``.
+5. Autograder: one submission graded.
 
-Every number is recorded with the 1-minute load average when it was measured: on a shared
-machine a load above the core count means the numbers are slowed by other processes.
+Every timing is the min, median and max of at least 5 repeats, recorded with the 1-minute
+load average when it was measured: on a shared machine a load above the core count means
+other processes took part of the CPU.
 """
 
 from __future__ import annotations
@@ -50,23 +51,20 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 
 SIZES = {
-    # CPU scale: the whole run takes about 10 minutes on 2 cores.
+    # CPU scale: the whole run takes about 15 minutes on 2 cores.
     "small": dict(
-        steps=400, S=16, torch_steps=200, loop_steps=400, flop_L=(256, 1024), flop_batch=32,
-        identity_L=(1000, 3000, 10000, 30000, 100000, 200000), block=1024,
+        steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, peer_L=(50, 256, 1024),
+        identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
+        tile_L=30000, tile_blocks=(1024, 2048), tile_key_blocks=(1024, 2048),
         full_max_bytes=2 * 2**30, widget_calls=15, matmul_n=(1024, 2048),
+        exp_grid=8192, bandwidth_bytes=512 * 2**20, step_target_exps=2e8,
     ),
     # smoke test of the script itself (seconds)
     "quick": dict(
-        steps=40, S=4, torch_steps=20, loop_steps=40, flop_L=(256,), flop_batch=4,
-        identity_L=(1000, 3000), block=512, full_max_bytes=2 * 2**30, widget_calls=3,
-        matmul_n=(512,),
-    ),
-    # accelerator scale (benchmarks/gpu.sh)
-    "full": dict(
-        steps=2000, S=256, torch_steps=300, loop_steps=1000, flop_L=(256, 1024, 4096),
-        flop_batch=32, identity_L=(1000, 10000, 100000, 200000, 1000000), block=8192,
-        full_max_bytes=16 * 2**30, widget_calls=30, matmul_n=(4096, 8192),
+        steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, peer_L=(50,),
+        identity_L=(1000, 3000), identity_reps=5, tile_L=3000, tile_blocks=(512,),
+        tile_key_blocks=(1024, 2048), full_max_bytes=2 * 2**30, widget_calls=3, matmul_n=(512,),
+        exp_grid=2048, bandwidth_bytes=64 * 2**20, step_target_exps=1e7,
     ),
 }
 
@@ -198,200 +196,91 @@ def _timed(f):
     return out, time.perf_counter() - t
 
 
-def bench_fit(steps: int, S: int) -> dict:
-    """fit (one seed) and fit_many (S seeds): second call, so compilation is excluded."""
+def bench_fit(steps: int, S: int, reps: int) -> dict:
+    """fit (one seed) and fit_many (S seeds), sampling included: the first call (compiles),
+    then ``reps`` repeats (min, median, max seconds per run)."""
     import jax
 
     import attnclust as ac
+    from roofline import timings
 
     m = _mixture()
     key = jax.random.PRNGKey(0)
     keys = jax.random.split(key, S)
-    res = {}
     run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
-    _, res["fit_compile_and_run_s"] = _timed(lambda: ac.fit(key, m, **run))
-    _, t = _timed(lambda: ac.fit(key, m, **run))
-    res["fit_s"] = t
-    res["fit_steps_per_s"] = steps / t
-    res["fit_load"] = load1()
-    _, res["fit_many_compile_and_run_s"] = _timed(
-        lambda: ac.fit_many(keys, m, **run)
-    )
-    many, t = _timed(lambda: ac.fit_many(keys, m, **run))
-    res["fit_many_theta_sum"] = float(abs(many.theta).sum())  # compared with the sharded run's
-    res["fit_many_s"] = t
-    res["fit_many_steps_per_s"] = S * steps / t
-    res["fit_many_load"] = load1()
-    # (c) S sequential fit runs (already compiled above)
-    t0 = time.perf_counter()
-    for s in range(S):
-        ac.fit(keys[s], m, **run)
-    t = time.perf_counter() - t0
-    res["sequential_s"] = t
-    res["sequential_steps_per_s"] = S * steps / t
-    res["sequential_load"] = load1()
-    return res
+    _, first = _timed(lambda: ac.fit(key, m, **run))
+    fit = timings(lambda: ac.fit(key, m, **run), reps)
+    many = ac.fit_many(keys, m, **run)
+    fm = timings(lambda: ac.fit_many(keys, m, **run), reps)
+    return {"fit": {**fit, "first_call_s": first, "steps": steps},
+            "fit_many": {**fm, "steps": steps, "S": S},
+            "fit_many_theta_sum": float(abs(many.theta).sum())}  # compared with the sharded run's
 
 
-def _jax_step():
-    """The step fit takes (``attnclust.train.make_step`` on a batch from
-    ``draw_from_mixture``), as one jitted function of (theta, opt_state, key)."""
-    import jax
-    import optax
-
-    import attnclust as ac
-    from attnclust.train import make_step
-
-    m = _mixture()
-    opt = optax.adam(LR)
-    train_step = make_step(opt, LAM)
-
-    @jax.jit
-    def step(theta, opt_state, key):
-        (theta, opt_state), loss = train_step((theta, opt_state), ac.draw_from_mixture(key, m, BATCH, L_TRAIN))
-        return theta, opt_state, loss
-
-    return step, opt, m
-
-
-def bench_python_loop(steps: int) -> dict:
-    """(b) a Python loop of per-step jitted calls (one seed)."""
-    import jax
-
-    import attnclust as ac
-
-    step, opt, m = _jax_step()
-    theta = ac.init_theta(jax.random.PRNGKey(1), m)
-    opt_state = opt.init(theta)
-    keys = jax.random.split(jax.random.PRNGKey(2), steps)
-    theta, opt_state, loss = step(theta, opt_state, keys[0])  # compile
-    loss.block_until_ready()
-    t0 = time.perf_counter()
-    for i in range(steps):
-        theta, opt_state, loss = step(theta, opt_state, keys[i])
-        loss.block_until_ready()  # as a loop that logs the loss each step would
-    t = time.perf_counter() - t0
-    res = {"loop_s": t, "loop_steps_per_s": steps / t, "loop_load": load1()}
-    # the same steps as one lax.scan without vmap: what fit (fit_many with S = 1) would
-    # take without its seed axis
-    scan = jax.jit(lambda th, st, ks: jax.lax.scan(
-        lambda c, k: (step(*c, k)[:2], None), (th, st), ks)[0])
-    jax.block_until_ready(scan(theta, opt_state, keys))
-    t0 = time.perf_counter()
-    jax.block_until_ready(scan(theta, opt_state, keys))
-    t = time.perf_counter() - t0
-    res.update(scan_s=t, scan_steps_per_s=steps / t, scan_load=load1())
-    return res
-
-
-def torch_layer(theta, X, lam):
-    """The two-head layer in PyTorch, written as attnclust writes it (exact rank-one shift)."""
-    import torch
-
-    P = torch.swapaxes(X @ theta.T, -1, -2)  # (n, H, L)
-    mx = P.max(dim=-1).values[..., None, None]
-    mn = P.min(dim=-1).values[..., None, None]
-    ext = torch.where(P[..., :, None] >= 0, mx, mn)
-    e = torch.exp(lam * P[..., :, None] * (P[..., None, :] - ext))
-    pooled = (e * P[..., None, :]).sum(-1) / e.sum(-1)
-    return torch.swapaxes(pooled, -1, -2) @ theta
-
-
-def bench_torch(steps: int) -> dict:
-    """(a) the same sampling, layer, risk and Adam step in PyTorch eager on the CPU."""
-    import numpy as np
-    import torch
-
-    import attnclust as ac
-
-    m = _mixture()
-    weights = torch.tensor(np.asarray(m.weights), dtype=torch.float32)
-    centroids = torch.tensor(np.asarray(m.centroids), dtype=torch.float32)
-    # correctness: the torch layer equals attnclust's on the same inputs
-    X0, _ = ac.sample(__import__("jax").random.PRNGKey(3), m, 4, L_TRAIN)
-    th0 = np.random.default_rng(0).normal(size=(K, D)).astype(np.float32)
-    ref = np.asarray(ac.two_head_layer(th0, X0, LAM))
-    got = torch_layer(torch.tensor(th0), torch.tensor(np.asarray(X0)), LAM).numpy()
-    max_err = float(np.max(np.abs(ref - got)))
-    if not np.allclose(ref, got, atol=1e-4, rtol=1e-4):
-        raise AssertionError(f"torch layer differs from attnclust's: max error {max_err}")
-
-    def run(threads: int) -> float:
-        torch.set_num_threads(threads)
-        torch.manual_seed(0)
-        theta = (1e-2 * torch.randn(K, D)).requires_grad_()
-        opt = torch.optim.Adam([theta], lr=LR)
-
-        def step():
-            labels = torch.multinomial(weights, BATCH * L_TRAIN, replacement=True).view(BATCH, L_TRAIN)
-            X = centroids[labels] + SIGMA * torch.randn(BATCH, L_TRAIN, D)
-            opt.zero_grad(set_to_none=True)
-            loss = ((X - torch_layer(theta, X, LAM)) ** 2).sum(-1).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        for _ in range(10):
-            step()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            loss = step()
-        float(loss.detach())
-        return time.perf_counter() - t0
-
-    # PyTorch's intra-op threads spin; on a shared machine one thread can be faster than
-    # two, so both are measured and the faster one is PyTorch's number.
-    default_threads = torch.get_num_threads()
-    by_threads = {n: steps / run(n) for n in sorted({1, default_threads})}
-    torch.set_num_threads(default_threads)
-    best = max(by_threads, key=by_threads.get)
-    return {
-        "torch_steps_per_s": by_threads[best], "torch_threads": best,
-        "torch_steps_per_s_by_threads": {str(k): v for k, v in by_threads.items()},
-        "torch_max_abs_diff": max_err, "torch_load": load1(),
-    }
-
-
-def bench_attention_flops(Ls, batch: int, peak: float) -> list[dict]:
-    """GFLOP/s of one training step of the two-head layer (forward, backward, Adam; no
-    sampling: X is fixed) at each L, FLOPs from XLA's cost analysis of the compiled step."""
-    import jax
-    import optax
-
-    import attnclust as ac
-    from attnclust.train import make_step
-
-    m = _mixture()
-    opt = optax.adam(LR)
-    train_step = make_step(opt, LAM)
-
-    def step(theta, opt_state, X):
-        (theta, opt_state), loss = train_step((theta, opt_state), X)
-        return theta, opt_state, loss
+def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
+    """The training step (forward, backward, Adam on a fixed batch) at each L: the library's
+    and the previous kernel's (``alternatives.previous_pool``, the "before"), each right
+    after a measurement of the exp roofline (on a shared machine the load changes during a
+    run; ``apply_roofline`` later takes the run's fastest as the machine's limit)."""
+    from alternatives import previous_pool
+    from roofline import exp_roofline, step_hlo, time_step
 
     out = []
     for L in Ls:
-        X, _ = ac.sample(jax.random.PRNGKey(4), m, batch, L)
-        theta = ac.init_theta(jax.random.PRNGKey(5), m, init="near")
-        st = opt.init(theta)
-        compiled = jax.jit(step).lower(theta, st, X).compile()
-        ca = compiled.cost_analysis()
-        ca = ca[0] if isinstance(ca, list) else ca
-        flops = float(ca.get("flops", float("nan")))
-        jax.block_until_ready(compiled(theta, st, X))
-        reps = max(3, min(50, int(2e8 / max(flops, 1))))
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            jax.block_until_ready(compiled(theta, st, X))
-            ts.append(time.perf_counter() - t0)
-        t = sorted(ts)[len(ts) // 2]
-        out.append({
-            "L": L, "batch": batch, "step_s": t, "flops": flops,
-            "transcendentals": float(ca.get("transcendentals", 0.0)),
-            "gflops": flops / t / 1e9, "frac_peak": flops / t / 1e9 / peak, "load": load1(),
-        })
-        log(f"attention step L={L}: {t * 1e3:.1f} ms, {flops / t / 1e9:.2f} GFLOP/s")
+        row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
+        row["library"] = time_step(L, batch, target_exps=cfg["step_target_exps"])
+        row["previous"] = time_step(L, batch, pool=previous_pool, target_exps=cfg["step_target_exps"])
+        row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
+        row["hlo"] = step_hlo(L, batch)
+        log(f"step L={L}: library {1e3 * row['library']['median_s']:.2f} ms, previous "
+            f"{1e3 * row['previous']['median_s']:.2f} ms; exp roofline just before "
+            f"{row['roofline_before']['best_per_s'] / 1e9:.2f} G/s")
+        out.append(row)
+    return out
+
+
+def apply_roofline(results: dict) -> float:
+    """The run's exp roofline, the fastest of its measurements (the one least disturbed by
+    other processes), and every step's and identity evaluation's fractions of it; each step
+    also gets its fraction of the roofline measured just before it ("local")."""
+    from roofline import step_exps, with_fractions
+
+    steps = results.get("steps", [])
+    rates = [results["roofline"]["exp"]["best_per_s"]] + [r["roofline_before"]["best_per_s"] for r in steps]
+    rate = max(rates)
+    results["roofline"]["exp_rate_used"] = rate
+    for row in steps:
+        exps = step_exps(row["batch"], 2, row["L"])
+        for kind in ("library", "previous"):
+            row[kind] = with_fractions(row[kind], exps, rate)
+            row[kind]["frac_roofline_local"] = exps / row["roofline_before"]["best_per_s"] / row[kind]["median_s"]
+    peak = results["matmul"]["peak_gflops"]
+    for row in results.get("identity", []):
+        row.update(identity_roofline(row["L"], rate, peak))
+        if "blocked_s" in row:
+            row["blocked_frac_exp_roofline"] = row["exp_roofline_s"] / row["blocked_s"]
+            row["blocked_frac_roofline"] = row["roofline_s"] / row["blocked_s"]
+    return rate
+
+
+def bench_peers(Ls, batch: int, S: int, L_seeds: int, target_exps: float) -> dict:
+    """PyTorch eager and torch.compile on the same step at each L, and S seeds at once
+    (torch.func.vmap against jax.vmap of the library's step) at L = ``L_seeds``."""
+    import peers
+    from roofline import steps_per_repeat
+
+    out: dict = {"eager": [], "compile": []}
+    for L in Ls:
+        n = max(2, steps_per_repeat(L, batch, target_exps) // 4)
+        for kind in ("eager", "compile"):
+            row = {"L": L, **peers.step_eager_or_compiled(L, batch, n, compiled=kind == "compile")}
+            out[kind].append(row)
+            log(f"torch {kind} L={L}: {1e3 * row['median_s']:.2f} ms/step")
+    n = max(2, steps_per_repeat(L_seeds, batch * S, target_exps) // 2)
+    out["vmap"] = {"L": L_seeds, **peers.step_vmap(L_seeds, batch, S, n)}
+    out["jax_vmap"] = {"L": L_seeds, **peers.jax_step_vmap(L_seeds, batch, S, n)}
+    log(f"{S} seeds, L={L_seeds}: torch.func.vmap {1e3 * out['vmap']['median_s']:.2f} ms/step, "
+        f"jax.vmap {1e3 * out['jax_vmap']['median_s']:.2f} ms/step")
     return out
 
 
@@ -406,32 +295,34 @@ def _child(args: list[str], env: dict | None = None, timeout: float = 1800) -> d
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def child_fit_sharded(S: int, steps: int) -> dict:
+def child_fit_sharded(S: int, steps: int, reps: int) -> dict:
     """fit_many with the seeds sharded over all devices (run with JAX_NUM_CPU_DEVICES set)."""
     import jax
 
     import attnclust as ac
+    from roofline import timings
 
     m = _mixture()
     keys = jax.random.split(jax.random.PRNGKey(0), S)
     run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
-    ac.fit_many(keys, m, **run)
-    res, t = _timed(lambda: ac.fit_many(keys, m, **run))
-    return {"devices": len(jax.devices()), "s": t, "steps_per_s": S * steps / t, "load": load1(),
-            "theta_sum": float(abs(res.theta).sum())}
+    res = ac.fit_many(keys, m, **run)
+    return {"devices": len(jax.devices()), **timings(lambda: ac.fit_many(keys, m, **run), reps),
+            "S": S, "steps": steps, "theta_sum": float(abs(res.theta).sum())}
 
 
 # --------------------------------------------------------------------------- identity attention
 
 
-def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
-    """Time and peak memory of one identity-attention evaluation at length L (this process
-    does nothing else), then scikit-learn's KMeans on the same tokens."""
+def child_identity(L: int, block: int | None, key_block: int, with_kmeans: bool, reps: int) -> dict:
+    """Time and peak memory of identity attention at length L (this process does nothing
+    else): the first evaluation gives the peak memory, then ``reps`` repeats the times (min,
+    median, max); then scikit-learn's KMeans on the same tokens."""
     import jax
 
     import attnclust as ac
     from attnclust import attention as att
     from attnclust.baselines import kmeans_per_prompt
+    from roofline import timings
 
     X, labels, mus = ac.sample_in_context(jax.random.PRNGKey(7), ID_K, ID_D, ID_R, ID_SIGMA, 1, L)
     X = X[0]
@@ -440,13 +331,15 @@ def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
     if block is None:
         fn = att._identity_full.lower(X, ID_LAM).compile()
     else:
-        fn = att._identity_blocked.lower(X, ID_LAM, min(block, L)).compile()
+        fn = att._identity_blocked.lower(X, ID_LAM, min(block, L), key_block).compile()
     base = rss_mb()
     t0 = time.perf_counter()
     out = fn(X, ID_LAM)
     out.block_until_ready()
-    t = time.perf_counter() - t0
+    first = time.perf_counter() - t0
     peak = maxrss_mb()
+    t = timings(lambda: fn(X, ID_LAM).block_until_ready(), reps) if reps > 1 else \
+        {"min_s": first, "median_s": first, "max_s": first, "reps": 1, "load": load1()}
     dev = jax.devices()[0]
     device_peak = None
     if dev.platform != "cpu":
@@ -454,8 +347,9 @@ def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
         device_peak = stats.get("peak_bytes_in_use", 0) / 2**20
     targets = mus[0][labels[0]]
     res = {
-        "L": L, "block": block, "time_s": t, "peak_rss_mb": peak, "base_rss_mb": base,
-        "D": float(ac.distortion(out, targets)), "load": load1(), "device_peak_mb": device_peak,
+        "L": L, "block": block, "key_block": key_block, "first_s": first, **t, "time_s": t["median_s"],
+        "peak_rss_mb": peak, "base_rss_mb": base,
+        "D": float(ac.distortion(out, targets)), "device_peak_mb": device_peak,
     }
     if block is not None:  # the public entry point gives the same values
         ref = ac.identity_attention(X[:2000], ID_LAM, block=min(block, 2000))
@@ -471,28 +365,53 @@ def child_identity(L: int, block: int | None, with_kmeans: bool) -> dict:
     return res
 
 
-def bench_identity(Ls, block: int, full_max_bytes: int, peak: float) -> list[dict]:
+def identity_roofline(L: int, exp_rate: float, peak: float) -> dict:
+    """Identity attention's bounds at length L (d = ID_D): L^2 exps (one per score) and
+    4 L^2 d FLOPs of matrix products (scores and values)."""
+    exp_s = L * L / exp_rate
+    mm_s = 4 * L * L * ID_D / (peak * 1e9)
+    return {"exp_roofline_s": exp_s, "matmul_roofline_s": mm_s, "roofline_s": max(exp_s, mm_s)}
+
+
+def bench_identity_tiles(L: int, blocks, key_blocks, reps: int) -> list[dict]:
+    """Median seconds of the blocked identity attention at L for each (query block, key
+    block): the tiles of the larger prompts are taken from the fastest."""
+    rows = []
+    for b in blocks:
+        for kb in key_blocks:
+            r = _child(["--child", "identity", str(L), str(b), str(kb), "0", str(reps)])
+            rows.append({"L": L, "block": b, "key_block": kb, **{k: r[k] for k in ("min_s", "median_s", "max_s", "load") if k in r},
+                         **({"error": r["error"]} if "error" in r else {})})
+            log(f"identity tiles L={L} block {b} x key block {kb}: {r.get('median_s', float('nan')):.3f} s")
+    return rows
+
+
+def bench_identity(Ls, tiles: list[dict], full_max_bytes: int, peak: float, reps: int) -> list[dict]:
+    ok = [t for t in tiles if "median_s" in t]
+    best = min(ok, key=lambda t: t["median_s"]) if ok else {"block": 1024, "key_block": 2048}
+    block, key_block = best["block"], best["key_block"]
     rows = []
     for L in Ls:
-        row = {"L": L, "d": ID_D, "block": block, "lam": ID_LAM}
-        b = _child(["--child", "identity", str(L), str(block), "1"])
+        row = {"L": L, "d": ID_D, "block": block, "key_block": key_block, "lam": ID_LAM}
+        b = _child(["--child", "identity", str(L), str(block), str(key_block), "1", str(reps)])
         if "error" in b:
             row["blocked_error"] = b["error"]
         else:
             row.update(
-                blocked_s=b["time_s"], blocked_rss_mb=b["peak_rss_mb"], base_rss_mb=b["base_rss_mb"],
+                blocked_s=b["median_s"], blocked_min_s=b["min_s"], blocked_max_s=b["max_s"], reps=b["reps"],
+                blocked_rss_mb=b["peak_rss_mb"], base_rss_mb=b["base_rss_mb"],
                 D_attention=b["D"], kmeans_s=b["kmeans_s"], D_kmeans=b["D_kmeans"],
-                blocked_gflops=4 * L * L * ID_D / b["time_s"] / 1e9, load=b["load"],
+                blocked_gflops=4 * L * L * ID_D / b["median_s"] / 1e9, load=b["load"],
                 matches_public=b.get("matches_public"),
             )
             row["blocked_frac_peak"] = row["blocked_gflops"] / peak
         if 4 * L * L <= full_max_bytes:
-            f = _child(["--child", "identity", str(L), "none", "0"])
+            f = _child(["--child", "identity", str(L), "none", "0", "0", str(reps)])
             if "error" in f:
                 row["full_error"] = f["error"]
             else:
-                row.update(full_s=f["time_s"], full_rss_mb=f["peak_rss_mb"],
-                           full_gflops=4 * L * L * ID_D / f["time_s"] / 1e9)
+                row.update(full_s=f["median_s"], full_rss_mb=f["peak_rss_mb"],
+                           full_gflops=4 * L * L * ID_D / f["median_s"] / 1e9)
         log(f"identity L={L}: " + ", ".join(f"{k}={v:.3g}" for k, v in row.items() if isinstance(v, float)))
         rows.append(row)
     return rows
@@ -624,48 +543,61 @@ def metric(id_, section, label, value, unit, load=None, note="", goal="auto"):
     }
 
 
+def _spread(t: dict, scale: float = 1.0, unit: str = "") -> str:
+    """'min .. max over N repeats' of a timing (scaled, e.g. to ms)."""
+    return f"min {t['min_s'] * scale:.3g}, max {t['max_s'] * scale:.3g}{unit} over {t['reps']} repeats"
+
+
 def build_metrics(r: dict, cfg: dict) -> list[dict]:
-    S = cfg["S"]
-    tr, pk = r.get("training") or {}, r["matmul"]
-    ms = []
-    T = "Training"
-    A = "Attention FLOP rate"
-    if not tr:  # section skipped
-        ms.append(metric("matmul_peak_gflops", A, "float32 matmul peak (measured)", pk["peak_gflops"], "GFLOP/s", pk.get("load")))
-        return ms + build_other_metrics(r)
-    ms.append(metric("fit_steps_per_s", T, "fit: steps/s (one lax.scan)", tr["fit_steps_per_s"], "steps/s", tr["fit_load"]))
-    ms.append(metric("fit_first_call_s", T, f"fit: first call ({cfg['steps']} steps, compiles)", tr["fit_compile_and_run_s"], "s", tr["fit_load"]))
-    ms.append(metric("fit_many_steps_per_s", T, f"fit_many, S={S}, one device: seed-steps/s", tr["fit_many_steps_per_s"], "steps/s", tr["fit_many_load"]))
-    sh = tr.get("sharded", {})
-    n_dev = sh.get("devices", "?")
-    ms.append(metric("fit_many_sharded_steps_per_s", T, f"fit_many, S={S}, seeds sharded over {n_dev} CPU devices (JAX_NUM_CPU_DEVICES={n_dev}): seed-steps/s", sh.get("steps_per_s"), "steps/s", sh.get("load"),
-                     note={True: "final heads identical to one device's", False: "final heads DIFFER from one device's"}.get(sh.get("same_as_one_device"), "")))
-    ms.append(metric("torch_steps_per_s", T, f"PyTorch eager (CPU, {tr.get('torch_threads', '?')} thread(s)): steps/s", tr.get("torch_steps_per_s"), "steps/s", tr.get("torch_load")))
-    ms.append(metric("loop_steps_per_s", T, "Python loop of jitted steps: steps/s", tr["loop_steps_per_s"], "steps/s", tr["loop_load"]))
-    if "scan_steps_per_s" in tr:
-        ms.append(metric("scan_steps_per_s", T, "same step, one lax.scan, no vmap: steps/s", tr["scan_steps_per_s"], "steps/s", tr["scan_load"]))
-    ms.append(metric("sequential_steps_per_s", T, f"{S} sequential fit: steps/s", tr["sequential_steps_per_s"], "steps/s", tr["sequential_load"]))
-    fm = tr["fit_many_steps_per_s"]
-    # the goals judge fit_many as configured for this machine: one CPU device per core
-    # when that was measured (PyTorch, too, gets the faster of 1 and 2 threads)
-    best, best_load, how = (sh["steps_per_s"], sh.get("load"), f"{n_dev} CPU devices") if sh.get("steps_per_s") \
-        else (fm, tr["fit_many_load"], "one device")
-    torch = tr.get("torch_steps_per_s")
-    ms.append(metric("fit_many_vs_torch", T, f"fit_many ({how}) / PyTorch eager", best / torch if torch else None, "x", best_load))
-    ms.append(metric("fit_many_vs_loop", T, f"fit_many ({how}) / Python loop", best / tr["loop_steps_per_s"], "x", best_load))
-    ms.append(metric("fit_many_one_device_vs_torch", T, "fit_many (one device) / PyTorch eager", fm / torch if torch else None, "x", tr["fit_many_load"]))
-    ms.append(metric("fit_many_vs_sequential", T, f"fit_many / {S} sequential fit", fm / tr["sequential_steps_per_s"], "x", tr["fit_many_load"]))
-    ms.append(metric("fit_vs_torch", T, "fit / PyTorch eager", tr["fit_steps_per_s"] / tr["torch_steps_per_s"] if tr.get("torch_steps_per_s") else None, "x", tr["fit_load"]))
-    if "scan_steps_per_s" in tr:
-        ms.append(metric("fit_vs_scan", T, "fit / the same scan without vmap", tr["fit_steps_per_s"] / tr["scan_steps_per_s"], "x", tr["fit_load"]))
-    ms.append(metric("fit_vs_loop", T, "fit / Python loop", tr["fit_steps_per_s"] / tr["loop_steps_per_s"], "x", tr["fit_load"]))
-    if sh.get("steps_per_s"):
-        ms.append(metric("sharded_vs_fit_many", T, "fit_many sharded / one device", sh["steps_per_s"] / fm, "x", sh.get("load")))
-    ms.append(metric("matmul_peak_gflops", A, "float32 matmul peak (measured)", pk["peak_gflops"], "GFLOP/s", pk.get("load")))
-    for row in r["attention_flops"]:
-        L = row["L"]
-        ms.append(metric(f"attention_step_gflops_L{L}", A, f"training step, L={L}, batch {row['batch']}", row["gflops"], "GFLOP/s", row["load"]))
-        ms.append(metric(f"attention_step_frac_peak_L{L}", A, f"training step, L={L}: fraction of peak", row["frac_peak"], "", row["load"]))
+    roof, mm = r["roofline"], r["matmul"]
+    R = "Roofline"
+    ms = [
+        metric("roofline_exp_per_s", R, "exp throughput (jitted sum of exps, fastest of the run's measurements)", roof["exp_rate_used"] / 1e9,
+               "G exp/s", roof["exp"]["load"], note=f"at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s over {roof['exp']['reps']} repeats; measured again before each training step"),
+        metric("roofline_bandwidth", R, "memory bandwidth (x + 1, read and write counted, fastest repeat)", roof["bandwidth"]["best_per_s"] / 1e9,
+               "GB/s", roof["bandwidth"]["load"], note=f"median {roof['bandwidth']['median_per_s'] / 1e9:.3g} GB/s"),
+        metric("matmul_peak_gflops", R, "float32 matrix-multiply peak (identity attention's other bound)", mm["peak_gflops"], "GFLOP/s", mm.get("load")),
+    ]
+    T = "Training step"
+    for row in r.get("steps", []):
+        L, lib, prev = row["L"], row["library"], row["previous"]
+        ms.append(metric(f"step_ms_L{L}", T, f"L={L}: step time, median", lib["median_s"] * 1e3, "ms", lib["load"], note=_spread(lib, 1e3, " ms")))
+        ms.append(metric(f"step_frac_roofline_L{L}", T, f"L={L}: fraction of the exp roofline", lib["frac_roofline"], "", lib["load"],
+                         note=f"{row['batch']} prompts x 2 heads, {2 * row['batch'] * 2 * L * L:,} exps; fastest repeat {lib['frac_roofline_best']:.3f}, slowest {lib['frac_roofline_worst']:.3f}; "
+                              f"{lib['frac_roofline_local']:.3f} of the roofline measured just before it ({row['roofline_before']['best_per_s'] / 1e9:.3g} G exp/s)"))
+        ms.append(metric(f"previous_step_ms_L{L}", T, f"L={L}: previous kernel's step, median", prev["median_s"] * 1e3, "ms", prev["load"], note=_spread(prev, 1e3, " ms")))
+        ms.append(metric(f"previous_frac_roofline_L{L}", T, f"L={L}: previous kernel's fraction of the roofline", prev["frac_roofline"], "", prev["load"]))
+        ms.append(metric(f"step_vs_previous_L{L}", T, f"L={L}: previous step time / library step time", row["speedup_vs_previous"], "x", lib["load"]))
+    P = "PyTorch peers"
+    peers = r.get("peers") or {}
+    steps = {row["L"]: row["library"] for row in r.get("steps", [])}
+    for kind, label in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
+        for row in peers.get(kind, []):
+            L = row["L"]
+            ms.append(metric(f"torch_{kind}_ms_L{L}", P, f"L={L}: {label} step, median ({row['threads']} thread{'s' if row['threads'] > 1 else ''})", row["median_s"] * 1e3, "ms", row["load"],
+                             note=_spread(row, 1e3, " ms") + (f"; first call (compiles) {row['first_call_s']:.1f} s" if kind == "compile" else "")))
+            if L in steps:
+                ms.append(metric(f"library_vs_torch_{kind}_L{L}", P, f"L={L}: {label} time / library time", row["median_s"] / steps[L]["median_s"], "x", row["load"]))
+    if "vmap" in peers:
+        tv, jv = peers["vmap"], peers["jax_vmap"]
+        S, L = tv["S"], tv["L"]
+        ms.append(metric("torch_vmap_ms", P, f"{S} seeds at L={L}: torch.func.vmap step, median", tv["median_s"] * 1e3, "ms", tv["load"], note=_spread(tv, 1e3, " ms")))
+        ms.append(metric("jax_vmap_ms", P, f"{S} seeds at L={L}: jax.vmap of the library's step, median", jv["median_s"] * 1e3, "ms", jv["load"], note=_spread(jv, 1e3, " ms")))
+        ms.append(metric("seeds_vs_torch_vmap", P, f"{S} seeds: torch.func.vmap time / jax.vmap time", tv["median_s"] / jv["median_s"], "x", jv["load"]))
+    tr = r.get("training") or {}
+    if tr:
+        F = "Training runs"
+        S, steps_n = cfg["S"], tr["fit"]["steps"]
+        fit, fm = tr["fit"], tr["fit_many"]
+        ms.append(metric("fit_first_call_s", F, f"fit: first call ({steps_n} steps, compiles)", fit["first_call_s"], "s", fit["load"]))
+        ms.append(metric("fit_steps_per_s", F, "fit: steps/s (one lax.scan, sampling included), median", steps_n / fit["median_s"], "steps/s", fit["load"], note=_spread(fit, 1, " s a run")))
+        ms.append(metric("fit_many_steps_per_s", F, f"fit_many, S={S}, one device: seed-steps/s, median", S * steps_n / fm["median_s"], "steps/s", fm["load"], note=_spread(fm, 1, " s a run")))
+        sh = tr.get("sharded", {})
+        if "median_s" in sh:
+            n_dev = sh["devices"]
+            ms.append(metric("fit_many_sharded_steps_per_s", F, f"fit_many, S={S}, seeds sharded over {n_dev} CPU devices: seed-steps/s, median", S * steps_n / sh["median_s"], "steps/s", sh["load"],
+                             note=_spread(sh, 1, " s a run") + {True: "; final heads identical to one device's", False: "; final heads DIFFER from one device's"}.get(sh.get("same_as_one_device"), "")))
+            ms.append(metric("sharded_vs_fit_many", F, "fit_many sharded / one device", fm["median_s"] / sh["median_s"], "x", sh["load"]))
     return ms + build_other_metrics(r)
 
 
@@ -678,12 +610,16 @@ def build_other_metrics(r: dict) -> list[dict]:
             ms.append(metric(f"identity_L{L}_time", I, f"L={L:,}: blocked, time", None, "s", note=row.get("blocked_error", "")))
             continue
         tag = "L100k" if L == 100000 else f"L{L}"
-        ms.append(metric(f"identity_{tag}_time", I, f"L={L:,}: blocked (B={row['block']}), time", row["blocked_s"], "s", row["load"]))
+        ms.append(metric(f"identity_{tag}_time", I, f"L={L:,}: blocked ({row['block']} queries x {row['key_block']} keys a tile), time, median", row["blocked_s"], "s", row["load"],
+                         note=f"min {row['blocked_min_s']:.3g}, max {row['blocked_max_s']:.3g} s over {row['reps']} repeats"))
         ms.append(metric(f"identity_{tag}_rss", I, f"L={L:,}: blocked, peak RSS", row["blocked_rss_mb"], "MB", row["load"]))
         if "full_s" in row:
             ms.append(metric(f"identity_{tag}_full_time", I, f"L={L:,}: unblocked, time", row["full_s"], "s", row["load"]))
             ms.append(metric(f"identity_{tag}_full_rss", I, f"L={L:,}: unblocked, peak RSS", row["full_rss_mb"], "MB", row["load"]))
-        ms.append(metric(f"identity_{tag}_frac_peak", I, f"L={L:,}: blocked, fraction of peak", row["blocked_frac_peak"], "", row["load"]))
+        ms.append(metric(f"identity_{tag}_frac_exp_roofline", I, f"L={L:,}: blocked, fraction of the exp roofline", row["blocked_frac_exp_roofline"], "", row["load"],
+                         note=f"{L * L:,} exps at the measured exp throughput: {row['exp_roofline_s']:.3g} s"))
+        ms.append(metric(f"identity_{tag}_frac_roofline", I, f"L={L:,}: blocked, fraction of the exp + matmul roofline", row["blocked_frac_roofline"], "", row["load"],
+                         note=f"the larger of {row['exp_roofline_s']:.3g} s of exps and {row['matmul_roofline_s']:.3g} s of matrix products at the measured peak"))
         ms.append(metric(f"identity_{tag}_vs_kmeans_time", I, f"L={L:,}: time / KMeans time", row["blocked_s"] / row["kmeans_s"], "x", row["load"]))
         ms.append(metric(f"identity_{tag}_D", I, f"L={L:,}: distortion D, attention", row["D_attention"], "", row["load"]))
         ms.append(metric(f"identity_{tag}_D_kmeans", I, f"L={L:,}: distortion D, KMeans", row["D_kmeans"], "", row["load"]))
@@ -705,8 +641,13 @@ def build_other_metrics(r: dict) -> list[dict]:
         else:
             ms.append(metric(f"widget_{name}_missing", W, f"{w['module']}: not measured", None, "s", note=w.get("error", "")))
     ms.append(metric("widget_p95_max", W, "largest slider-move p95 over the callbacks", max(p95s) if p95s else None, "s"))
+    return ms + book_metrics(r.get("book"))
+
+
+def book_metrics(book: dict | None) -> list[dict]:
+    """The "Book build" rows, from benchmarks/book.json (make bench-book)."""
+    ms = []
     B = "Book build"
-    book = r.get("book")
     for kind, label in (("clean", "clean build (make bench-book)"), ("cached", "cached rebuild")):
         if not book:
             ms.append(metric(f"book_{kind}", B, label, None, "s", note="not measured: run make bench-book"))
@@ -725,16 +666,33 @@ def main() -> int:
     p.add_argument("--book", default=str(HERE / "book.json"), help="book timings from make bench-book")
     p.add_argument("--skip", default="", help="comma-separated sections to skip: training,identity,widgets")
     p.add_argument("--command", default=None, help="the command recorded in the results")
+    p.add_argument("--refresh-book", action="store_true",
+                   help="only put the book timings of --book into the results file --out (make bench-book)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = p.parse_args()
+
+    if a.refresh_book:
+        from attnclust import perf
+
+        results = json.loads(Path(a.out).read_text())
+        results["book"] = json.loads(Path(a.book).read_text())
+        rows = book_metrics(results["book"])
+        metrics = results["metrics"]
+        at = next((i for i, m in enumerate(metrics) if m["section"] == "Book build"), len(metrics))
+        results["metrics"] = [m for m in metrics[:at] if m["section"] != "Book build"] + rows + \
+            [m for m in metrics[at:] if m["section"] != "Book build"]
+        perf.validate(results)
+        Path(a.out).write_text(json.dumps(results, indent=1) + "\n")
+        print(perf.text_table({**results, "metrics": rows}))
+        return 0
 
     if a.child:
         kind, *rest = a.child
         if kind == "identity":
-            L, block, km = int(rest[0]), None if rest[1] == "none" else int(rest[1]), rest[2] == "1"
-            print(json.dumps(child_identity(L, block, km)))
+            L, block = int(rest[0]), None if rest[1] == "none" else int(rest[1])
+            print(json.dumps(child_identity(L, block, int(rest[2]) or 2048, rest[3] == "1", int(rest[4]))))
         elif kind == "fit_sharded":
-            print(json.dumps(child_fit_sharded(int(rest[0]), int(rest[1]))))
+            print(json.dumps(child_fit_sharded(int(rest[0]), int(rest[1]), int(rest[2]))))
         return 0
 
     size = "quick" if a.quick else a.size
@@ -755,39 +713,49 @@ def main() -> int:
     }
     log(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, backend {results['machine']['backend']}")
 
+    from roofline import bandwidth, exp_paths, exp_roofline
+
+    roof = {"exp": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"]),
+            "bandwidth": bandwidth(cfg["bandwidth_bytes"], cfg["reps"]), "exp_paths": exp_paths(reps=cfg["reps"])}
+    results["roofline"] = roof
+    log(f"roofline: exp {roof['exp']['best_per_s'] / 1e9:.2f} G/s (median {roof['exp']['median_per_s'] / 1e9:.2f}), "
+        f"bandwidth {roof['bandwidth']['best_per_s'] / 1e9:.1f} GB/s")
     mm = matmul_peak(cfg["matmul_n"])
     mm["load"] = load1()
     results["matmul"] = mm
     peak = mm["peak_gflops"]
     log(f"matmul peak {peak:.1f} GFLOP/s {mm['by_library']}")
 
-    tr: dict = {}
     if "training" not in skip:
-        tr.update(bench_fit(cfg["steps"], cfg["S"]))
-        log(f"fit {tr['fit_steps_per_s']:.0f} steps/s, fit_many {tr['fit_many_steps_per_s']:.0f}, sequential {tr['sequential_steps_per_s']:.0f}")
-        tr.update(bench_python_loop(cfg["loop_steps"]))
-        log(f"python loop {tr['loop_steps_per_s']:.0f} steps/s, plain scan {tr['scan_steps_per_s']:.0f} steps/s")
+        results["steps"] = bench_steps(cfg["step_L"], cfg["step_batch"], cfg)
         try:
-            tr.update(bench_torch(cfg["torch_steps"]))
-            log(f"torch eager {tr['torch_steps_per_s']:.0f} steps/s")
+            results["peers"] = bench_peers(cfg["peer_L"], cfg["step_batch"], cfg["S"], L_TRAIN, cfg["step_target_exps"])
         except ImportError as err:
-            tr["torch_error"] = str(err)
+            results["peers"] = {"error": str(err)}
             log(f"torch not installed: {err}")
+        tr = bench_fit(cfg["steps"], cfg["S"], cfg["reps"] if size != "small" else 5)
+        log(f"fit {tr['fit']['median_s']:.2f} s, fit_many {tr['fit_many']['median_s']:.2f} s")
         n_dev = results["machine"]["cores"] if results["machine"]["backend"] == "cpu" else None
         if n_dev and n_dev > 1:
-            sh = _child(["--child", "fit_sharded", str(cfg["S"]), str(cfg["steps"])],
+            sh = _child(["--child", "fit_sharded", str(cfg["S"]), str(cfg["steps"]), "5"],
                         env={"JAX_NUM_CPU_DEVICES": str(n_dev)})
             if "theta_sum" in sh:
                 sh["same_as_one_device"] = abs(sh["theta_sum"] - tr["fit_many_theta_sum"]) <= 1e-5 * abs(tr["fit_many_theta_sum"])
             tr["sharded"] = sh
             log(f"fit_many sharded over {n_dev} CPU devices: {sh}")
         results["training"] = tr
-        results["attention_flops"] = bench_attention_flops(cfg["flop_L"], cfg["flop_batch"], peak)
-    results["identity"] = [] if "identity" in skip else bench_identity(cfg["identity_L"], cfg["block"], cfg["full_max_bytes"], peak)
+    if "identity" in skip:
+        results["identity_tiles"], results["identity"] = [], []
+    else:
+        results["identity_tiles"] = bench_identity_tiles(cfg["tile_L"], cfg["tile_blocks"], cfg["tile_key_blocks"], cfg["identity_reps"])
+        results["identity"] = bench_identity(cfg["identity_L"], results["identity_tiles"], cfg["full_max_bytes"], peak,
+                                             cfg["identity_reps"])
     results["widgets"] = [] if "widgets" in skip else bench_widgets(cfg["widget_calls"])
     book_path = Path(a.book)
     results["book"] = json.loads(book_path.read_text()) if book_path.is_file() else None
 
+    rate = apply_roofline(results)
+    log(f"exp roofline of the run (fastest measurement): {rate / 1e9:.2f} G/s")
     results["metrics"] = build_metrics(results, cfg)
     if "grading" not in skip:
         results["metrics"] += bench_grading()

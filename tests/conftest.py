@@ -15,6 +15,15 @@ off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs withou
 
 import os
 from collections import Counter
+from pathlib import Path
+
+# JAX's persistent compilation cache, as `make unit` sets it (see the Makefile): also when
+# pytest runs directly. Set before JAX is imported (JAX reads it then), inherited by the
+# subprocesses the tests start. JAX_COMPILATION_CACHE_DIR= (empty) runs without it.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "_build" / ".jax-cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "4000000000")  # turns on its file lock
 
 import jax
 import pytest

@@ -3,6 +3,7 @@
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -50,3 +51,19 @@ def test_angled_and_plusminus():
     pm = ac.plusminus_mixture()
     assert pm.K == 4
     np.testing.assert_allclose(np.asarray(pm.mean), 0, atol=1e-7)
+
+
+def test_vmap_over_a_stack_of_mixtures_with_an_axes_prefix():
+    mixes = [ac.orthogonal_mixture(r=r) for r in (1.0, 2.0, 3.0)]
+    stack = jax.tree.map(lambda *x: jnp.stack(x), *mixes)
+    f = jax.vmap(lambda m, s: jnp.sum(m.centroids) * s, in_axes=(ac.GaussianMixture.axes(0, 0, 0), None))
+    np.testing.assert_allclose(f(stack, 2.0), [4.0, 8.0, 12.0])
+    # sigma not mapped: every call sees the stack's whole (3,) sigma
+    g = jax.vmap(lambda m: jnp.sum(m.sigma) * jnp.sum(m.weights), in_axes=(ac.GaussianMixture.axes(0, 0, None),))
+    np.testing.assert_allclose(g(stack), [1.5, 1.5, 1.5])
+
+
+@pytest.mark.bad_input
+def test_axes_prefix_takes_ints_or_none():
+    with pytest.raises(TypeError, match="axis"):
+        ac.GaussianMixture.axes(0, "0", None)

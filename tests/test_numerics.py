@@ -126,3 +126,91 @@ def test_training_loss_gradient_matches_reference_layer(key):
     _assert_close(got, want)
     with pytest.raises(TypeError, match="forward-mode"):
         jax.jvp(lambda t: ac.empirical_risk(t, X, 1.0), (theta,), (theta,))
+
+
+# --------------------------------------------------------------------------- tiles
+# The forward pass computes the weights tile by tile (all pairs at once, one pair at a time,
+# or blocks of queries of one pair with the last block padded). Small ``tile_bytes`` force
+# each path at small sizes, so the same float64 reference checks all of them.
+
+def _tiled(tile_bytes):
+    pool = lambda lam, Pq, Pk: rank_one_softmax_pool(lam, Pq, Pk, tile_bytes=tile_bytes)
+    return jax.jit(pool), jax.jit(jax.grad(_loss(pool), argnums=(0, 1, 2)))
+
+
+# tile_bytes as a number of float32 rows of K = 40 keys (160 bytes a row): 10**6 holds every
+# pair at once; 40 rows one pair of Q <= 40 queries; 7 rows blocks of 7 queries (the last
+# one padded); 1 row one query at a time
+_TILES = {rows: _tiled(rows * 160) for rows in (10**6, 40, 7, 1)}
+
+
+@pytest.mark.slow
+@settings(max_examples=16, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(sorted(_TILES)), st.sampled_from([(3, 40), (40, 40), (17, 40)]),
+       st.sampled_from([0.05, 1.0, 30.0, 1e4]), st.floats(0.1, 1.7))
+def test_every_tiling_matches_autodiff_of_the_formula(seed, rows, shape, lam, scale):
+    """Values and gradients through every tiling path, at temperatures up to 1e4, against
+    autodiff of the formula in float64 (at lam = 1e4 the softmax of the reference, computed
+    with the maximum subtracted in float64, is exact to ~1e-12 here: |logit| <= 1e4 * 3)."""
+    Pq, Pk, w = _inputs(seed, *shape, scale)
+    out, grad = _TILES[rows]
+    with jax.enable_x64(True):
+        want_out = _REF_OUT(np.float64(lam), Pq, Pk)
+        want = _REF_GRAD(np.float64(lam), Pq, Pk, w)
+    f32 = [jnp.asarray(a, jnp.float32) for a in (Pq, Pk, w)]
+    _assert_close(out(jnp.float32(lam), f32[0], f32[1]), want_out)
+    got = grad(jnp.float32(lam), *f32)
+    # d/d lam at lam = 1e4 is Pq Var, with Var ~ 1/(lam Pq)^2: relative to the largest entry
+    for g, r in zip(got, want):
+        _assert_close(g, r, rel=2e-4 if lam < 1e3 else 1e-3)
+
+
+def test_tiles_give_the_same_numbers_in_float32():
+    """Every tiling gives the same float32 outputs and gradients to rounding (the sums are
+    the same, in another order)."""
+    Pq, Pk, w = (jnp.asarray(a, jnp.float32) for a in _inputs(11, 17, 40, 1.0))
+    lam = jnp.float32(2.0)
+    ref_out, ref_grad = _TILES[10**6]
+    for rows, (out, grad) in _TILES.items():
+        np.testing.assert_allclose(out(lam, Pq, Pk), ref_out(lam, Pq, Pk), rtol=0, atol=1e-6)
+        for g, r in zip(grad(lam, Pq, Pk, w), ref_grad(lam, Pq, Pk, w)):
+            np.testing.assert_allclose(g, r, rtol=0, atol=1e-5 * max(1.0, float(jnp.abs(r).max())))
+
+
+def test_broadcast_batch_shapes():
+    """Queries and keys with broadcastable batch shapes (two_head_attend's Z and X): the same
+    as the pooling of the explicitly broadcast arrays, and the keys' gradient summed over
+    the broadcast axis."""
+    rng = np.random.default_rng(2)
+    Pq = jnp.asarray(rng.normal(size=(3, 1, 5)), jnp.float32)
+    Pk = jnp.asarray(rng.normal(size=(1, 2, 8)), jnp.float32)
+    got = rank_one_softmax_pool(1.5, Pq, Pk)
+    assert got.shape == (3, 2, 5)
+    want = _reference(1.5, jnp.broadcast_to(Pq, (3, 2, 5)), jnp.broadcast_to(Pk, (3, 2, 8)))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    g = jax.grad(lambda k: jnp.sum(jnp.sin(rank_one_softmax_pool(1.5, Pq, k))))(Pk)
+    g_ref = jax.grad(lambda k: jnp.sum(jnp.sin(_reference(1.5, Pq, k))))(Pk)
+    assert g.shape == Pk.shape
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("L", [256, 1024])
+def test_training_step_keeps_no_score_matrix(L):
+    """The compiled training step (forward, backward and Adam on 32 prompts, 2 heads) holds
+    no L x L array: its temporary memory stays within two tiles, where one float32 L x L
+    array per prompt and head is 2 * 32 * 4 L^2 bytes (17 MB at L = 256, 268 MB at
+    L = 1024; the pooling that stored its weights held several of those)."""
+    import optax
+
+    from attnclust._numerics import TILE_BYTES
+
+    m = ac.orthogonal_mixture()
+    X = jax.ShapeDtypeStruct((32, L, m.d), jnp.float32)
+    theta = jax.ShapeDtypeStruct((2, m.d), jnp.float32)
+    opt = optax.adam(1e-2)
+    step = ac.make_step(opt, 1.0)
+    compiled = jax.jit(lambda th, X: step((th, opt.init(th)), X)).lower(theta, X).compile()
+    temp = compiled.memory_analysis().temp_size_in_bytes
+    score_matrix = 2 * 32 * 4 * L * L  # one float32 L x L per prompt and head
+    assert temp <= 2 * TILE_BYTES < score_matrix, (temp, score_matrix)

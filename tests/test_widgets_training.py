@@ -81,7 +81,9 @@ def test_on_demand_run_is_the_group_run():
     """The run the explorer trains alone (``fit``, no seed axis) is run
     ``i * N_SEEDS + s`` of the chapter's group computation (one ``fit_many`` through
     ``sweeps.run_seeds``): the same initial heads exactly, and the same heads and risk up
-    to float rounding (measured: heads identical, risk within 1e-6 relative)."""
+    to float32 rounding, which the tiled pooling accumulates in a different order with and
+    without the seed axis (measured on every run of this group: heads within 3.4e-5, the
+    risk curve within 1.9e-4 relative; a neighbouring seed's curve differs at order one)."""
     r_over_sigma, d, L, init = 4.0, 2, 20, "close"  # the cheapest group to train
     group = wt.training_runs(r_over_sigma, d, L, init)
     mu = orthogonal_mixture(K=2, d=d, r=2.0, sigma=1.0).centroids
@@ -92,7 +94,7 @@ def test_on_demand_run_is_the_group_run():
             np.testing.assert_allclose(run.thetas, group.thetas[j], rtol=0, atol=1e-4)
             np.testing.assert_allclose(alignment(run.thetas, mu), alignment(group.thetas[j], mu),
                                        rtol=0, atol=1e-4)
-            np.testing.assert_allclose(run.risk, group.risk[j], rtol=1e-4)
+            np.testing.assert_allclose(run.risk, group.risk[j], rtol=1e-3)
             np.testing.assert_array_equal(run.steps, group.steps)
 
 

@@ -1,0 +1,198 @@
+"""What this machine can do at best, and the library's kernels measured against it.
+
+Shared by ``benchmarks/run.py`` (``make bench``, the CPU) and ``benchmarks/gpu.py`` (the GPU
+run): the same code measures the roofline and the kernels in the same run, on whatever
+device JAX uses.
+
+- ``exp_roofline``: exps per second of ``sum(exp(a_i b_j))`` over a rank-one grid, jitted:
+  what XLA reaches on an exp-bound kernel that reads almost no memory (the training step's
+  scores have the same rank-one form), both cores / the whole device.
+- ``bandwidth``: bytes per second of ``x + 1`` over an array far larger than the caches
+  (read and written, both counted).
+- ``step_times``: one training step of the two-head layer (forward, backward, Adam) on a
+  fixed batch, run as a ``lax.scan`` of several steps so that dispatch is not timed; its
+  roofline is 2 B H L^2 exps (one exp per score in each of the two passes).
+
+Every timing is a list of repeats: min, median and max, with the 1-minute load average
+(on a shared machine other processes slow some repeats; the min is the least disturbed).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+REPEATS = 7
+"""Repeats of every timing (the issue asks for at least 5)."""
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def timings(f: Callable[[], object], reps: int = REPEATS, number: int = 1) -> dict:
+    """Seconds per call of ``f`` (which blocks until its result is ready): ``reps`` repeats of
+    ``number`` calls each, after one warm-up call; min, median and max per call."""
+    import numpy as np
+
+    f()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            f()
+        ts.append((time.perf_counter() - t0) / number)
+    return {"min_s": float(np.min(ts)), "median_s": float(np.median(ts)), "max_s": float(np.max(ts)),
+            "reps": reps, "load": load1()}
+
+
+def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS) -> dict:
+    """Exp throughput: ``sum(exp(a_i b_j))`` over a rows x cols grid (logits in [-8, 0]),
+    jitted; exps per second at the fastest, median and slowest repeat."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
+    b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
+    f = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :])))
+    t = timings(lambda: f(a, b).block_until_ready(), reps)
+    n = rows * cols
+    return {"exps": n, **t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"],
+            "worst_per_s": n / t["max_s"]}
+
+
+def bandwidth(nbytes: int = 512 * 2**20, reps: int = REPEATS) -> dict:
+    """Memory bandwidth: ``x + 1`` on a float32 array of ``nbytes`` (read once, written once:
+    2 nbytes moved), jitted, the output buffer donated back each time."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.zeros((nbytes // 4,), jnp.float32)
+    f = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+    state = {"x": f(x)}
+
+    def call():
+        state["x"] = f(state["x"])
+        state["x"].block_until_ready()
+
+    t = timings(call, reps)
+    moved = 2 * nbytes
+    return {"bytes": moved, **t, "best_per_s": moved / t["min_s"], "median_per_s": moved / t["median_s"],
+            "worst_per_s": moved / t["max_s"]}
+
+
+def step_exps(batch: int, H: int, L: int) -> int:
+    """Exps of one training step by design: one per score (B H L^2) in each of two passes."""
+    return 2 * batch * H * L * L
+
+
+def step_runner(L: int, batch: int, n: int, pool=None, K: int = 2, d: int = 5, lam: float = 1.0):
+    """A function () -> None running ``n`` training steps (forward, backward, Adam) on one
+    fixed batch of ``batch`` prompts of L tokens from the book's default mixture, as one
+    jitted ``lax.scan``. ``pool`` None is the library (``attnclust.make_step``); otherwise a
+    pooling with the signature of ``rank_one_softmax_pool``, put in the same layer and loss."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    import attnclust as ac
+
+    m = ac.orthogonal_mixture(K=K, d=d, r=2.0, sigma=0.5)
+    X, _ = ac.sample(jax.random.PRNGKey(4), m, batch, L)
+    theta = ac.init_theta(jax.random.PRNGKey(5), m, init="near")
+    opt = optax.adam(1e-2)
+    if pool is None:
+        step = ac.make_step(opt, lam)
+    else:
+        def loss(t, X):
+            P = jnp.swapaxes(X @ t.T, -1, -2)
+            return ac.distortion(jnp.swapaxes(pool(lam, P, P), -1, -2) @ t, X)
+
+        def step(carry, X):
+            t, st = carry
+            value, g = jax.value_and_grad(loss)(t, X)
+            u, st = opt.update(g, st, t)
+            return (optax.apply_updates(t, u), st), value
+
+    run = jax.jit(lambda t, st, X: jax.lax.scan(lambda c, _: step(c, X), (t, st), None, length=n)[0][0])
+    st = opt.init(theta)
+    return lambda: run(theta, st, X).block_until_ready()
+
+
+def steps_per_repeat(L: int, batch: int, target_exps: float = 2e8) -> int:
+    """Steps in one timed repeat: about ``target_exps`` exps (0.05-0.1 s on a 2-core CPU),
+    at least 2."""
+    return max(2, int(target_exps / step_exps(batch, 2, L)))
+
+
+def time_step(L: int, batch: int, pool=None, reps: int = REPEATS, target_exps: float = 2e8) -> dict:
+    """Seconds per training step: min, median and max over ``reps`` repeats of a scan of
+    several steps (``with_fractions`` adds its fractions of a roofline)."""
+    n = steps_per_repeat(L, batch, target_exps)
+    run = step_runner(L, batch, n, pool)
+    t = timings(run, reps)
+    return {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
+            **{k: t[k] / n for k in ("min_s", "median_s", "max_s")}}
+
+
+def with_fractions(t: dict, exps: int, exp_rate: float) -> dict:
+    """``t`` (a timing: min_s, median_s, max_s) with its roofline ``exps / exp_rate`` and the
+    fractions roofline / time at the median, fastest and slowest repeat."""
+    roof = exps / exp_rate
+    return {**t, "roofline_s": roof, "frac_roofline": roof / t["median_s"],
+            "frac_roofline_best": roof / t["min_s"], "frac_roofline_worst": roof / t["max_s"]}
+
+
+def step_hlo(L: int, batch: int) -> dict:
+    """What XLA made of the library's training step at L: its temporary memory, and each
+    fusion that computes exps (its kind: XLA's own loop emitter, or a YNNPACK kernel, and its
+    output shape), read from the compiled HLO."""
+    import re
+
+    import jax
+    import optax
+
+    import attnclust as ac
+
+    m = ac.orthogonal_mixture()
+    X = jax.ShapeDtypeStruct((batch, L, m.d), "float32")
+    theta = jax.ShapeDtypeStruct((2, m.d), "float32")
+    opt = optax.adam(1e-2)
+    step = ac.make_step(opt, 1.0)
+    compiled = jax.jit(lambda t, X: step((t, opt.init(t)), X)).lower(theta, X).compile()
+    text = compiled.as_text()
+    bodies = {}
+    for block in re.split(r"\n(?=%|ENTRY)", text):
+        head = block.split(" ", 1)[0].lstrip("%")
+        bodies[head] = block
+    with_exp = {name for name, body in bodies.items() if " exponential(" in body}
+    fusions = []
+    for line in text.splitlines():
+        call = re.search(r"calls=%([\w.\-]+)", line)
+        if " fusion(" in line and call and call.group(1) in with_exp:
+            shape = re.search(r"= (\S+) fusion\(", line)
+            fusions.append({"kind": "YNNPACK" if "__ynn_fusion" in line else re.search(r"kind=(\w+)", line).group(1),
+                            "output": shape.group(1) if shape else "?"})
+    loops = sum(1 for line in text.splitlines() if " while(" in line)
+    return {"L": L, "batch": batch, "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
+            "exp_fusions": fusions, "while_loops": loops}
+
+
+def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
+    """Exps per second on one rows x cols tile (in cache) by the two code paths XLA's CPU
+    backend has for them: a loop fusion that writes the exps (what a kernel needs when one
+    exp feeds several sums, as in the step's forward pass) and a YNNPACK reduction that
+    sums them as it computes them (one sum per exp, as in the backward pass)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
+    b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
+    written = jax.jit(lambda a, b: jnp.exp(a[:, None] * b[None, :]))
+    summed = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]), axis=-1))
+    out = {}
+    for name, f in (("written", written), ("summed", summed)):
+        t = timings(lambda f=f: f(a, b).block_until_ready(), reps)
+        out[name] = {**t, "best_per_s": rows * cols / t["min_s"], "median_per_s": rows * cols / t["median_s"]}
+    return out
