@@ -55,3 +55,58 @@ def test_stored_training_has_the_chapters_shape():
         assert np.all((r.cos >= 0) & (r.cos <= 1 + 1e-9))
     for name in ex.NEAR:
         assert st.near.cos[name].shape == (S, 2) and st.near.cos_inf[name].shape == (2,)
+
+
+def test_as_general_keeps_the_mixture():
+    m = ex.settings()["default"]
+    g = ex.as_general(m)
+    np.testing.assert_allclose(g.centroids, m.centroids)
+    np.testing.assert_allclose(g.weights, m.weights)
+    # a general mixture passes through unchanged
+    gv = ex.settings()["unequal variances (0.3, 0.7)"]
+    assert ex.as_general(gv) is gv
+
+
+def test_off_manifold_gradient_vanishes_only_with_the_symmetry():
+    """prop-beyond-symmetry: the derivative along the tilt direction is zero for the +- mixture
+    (reflections map it to itself) and not for the default one, whose mean pulls the heads."""
+    assert abs(ex.off_manifold_gradient(ex.PM)) < 1e-6
+    assert abs(ex.off_manifold_gradient("default")) > 1e-3
+
+
+def _with_heads(name, theta):
+    r = _runs(np.ones(len(theta)))
+    return ex.SettingRuns(name, np.asarray(theta, float), r.cos, r.coverage, r.risk, r.theta_inf, r.cos_inf, r.risk_inf)
+
+
+@pytest.mark.slow
+def test_scores_shapes_and_heads_at_the_centroids():
+    """On the tiny test prompts: one row of ARIs per seed; heads on the default mixture's
+    centroids assign like the oracle read-out, heads orthogonal to both centroids do not."""
+    sets = ex.settings()
+    S, n = 2, ex.SIZES["test"]["n"]
+    on = np.broadcast_to(np.eye(2, ex.D), (S, 2, ex.D))
+    off = np.broadcast_to(np.eye(ex.D)[3:5], (S, 2, ex.D))
+    sc = ex.scores({name: _with_heads(name, on) for name in sets}, "test")
+    assert set(sc) == set(sets)
+    for s in sc.values():
+        assert s.heads.shape == (S, n)
+        assert s.kmeans.shape == s.identity_stack.shape == s.identity_oracle.shape == (n,)
+    assert sc["default"].mean("heads") > 0.9 and sc["default"].mean("identity_oracle") > 0.9
+    sc_off = ex.scores({name: _with_heads(name, off) for name in sets}, "test")
+    assert sc_off["default"].mean("heads") < 0.5
+    # the baselines do not depend on the heads
+    np.testing.assert_array_equal(sc_off["default"].kmeans, sc["default"].kmeans)
+
+
+@pytest.mark.slow
+def test_variances_at_test_size():
+    """The unequal-variance experiment: one finite, non-negative value per temperature, and
+    capture fractions in [0, 1]."""
+    var = ex.variances("test")
+    k = ex.SIZES["test"]["n_lam"]
+    assert var.lams.shape == (k,) and var.L_long == ex.SIZES["test"]["L_long"]
+    for a in (var.D_general, var.D_isotropic, var.D_long, var.capture_general, var.capture_long):
+        assert a.shape == (k,) and np.all(np.isfinite(a)) and np.all(a >= 0)
+    assert np.all((var.capture_general <= 1) & (var.capture_long <= 1))
+    assert np.all(np.diff(var.lams) > 0)
