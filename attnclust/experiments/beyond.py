@@ -44,8 +44,8 @@ LAM_ID = 0.7
 """Identity attention's temperature for the oracle assignment (about the bound's best lam
 at the default setting, 0.691)."""
 STACK_LS, STACK_DEPTH = 0.5, 8
-"""Label-free read-out: STACK_DEPTH identity layers at lam = STACK_LS / sigma_eff^2, with
-sigma_eff^2 = (noise floor) / d."""
+"""The label-free read-out stacks STACK_DEPTH identity layers at lam = STACK_LS / sigma_eff^2,
+with sigma_eff^2 = (noise floor) / d."""
 
 SIZES = {
     "small": dict(steps=1000, batch=16, n=64, n_base=16, n_mc=4000, L_long=200, n_long=8, n_lam=8, near_steps=500),
