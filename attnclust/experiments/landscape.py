@@ -75,10 +75,9 @@ def _mixture(point: str):
 def family_directions(point: str, d: int = 5) -> np.ndarray:
     """``(2, H, d)``: the two directions of the symmetric family of ``point``.
 
-    "split": ``(theta_1, theta_2) = (a u_+, b u_-)`` with ``u_+- = (e_1 +- e_2) / sqrt 2``, so
-    the directions are ``(u_+, 0)`` and ``(0, u_-)``. "symmetric": ``theta_h = c e_h + eps
-    sum_{h' != h} e_h'``, so the directions are ``(e_1, e_2, e_3)`` and ``(e_2 + e_3, e_1 +
-    e_3, e_1 + e_2)``.
+    "split": (theta_1, theta_2) = (a u_+, b u_-) with u_+- = (e_1 +- e_2) / sqrt 2, so the
+    directions are (u_+, 0) and (0, u_-). "symmetric": theta_h = c e_h + eps sum_{h' != h}
+    e_h', so the directions are (e_1, e_2, e_3) and (e_2 + e_3, e_1 + e_3, e_1 + e_2).
     """
     K = POINTS[v.one_of("point", point, POINTS)]
     D = np.zeros((2, K, d))
