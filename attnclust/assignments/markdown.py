@@ -12,6 +12,7 @@ what the HTML book shows in their place, taken from the book's own sources
 - ``{cite}`` → (Author et al., year), from ``chapters/references.bib`` (pybtex);
 - ``{doc}`` → the chapter's title in italics; ``{prf:ref}`` → the result's kind and title;
   ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
+- ``{claim}`id``` → (claim ``id``): its sentence is stated by a cell of the chapter;
 - ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
   that glues it and appears only in the HTML book (the editions' first cell says so);
 - ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
@@ -168,7 +169,7 @@ def _role(m: re.Match, refs: References) -> str:
     text, target = (explicit["text"], explicit["target"]) if explicit else ("", content)
     if role.startswith("glue"):
         return f"`{target.split(':', 1)[0]}`"
-    if role == "claim":
+    if role == "claim":  # the sentence is computed by a cell of the chapter (the claims ledger)
         return f"(claim `{target}`)"
     if role.startswith("cite"):
         return "(" + "; ".join(refs.citations.get(k.strip(), k.strip()) for k in target.split(",")) + ")"
