@@ -70,10 +70,20 @@ PAPER: dict[str, str] = {
         "tokens of a prompt towards their own cluster's centre, in context, with no "
         "trainable parameter."
     ),
+    "more-centroids": (
+        "Extension, tested by the book (the paper's layer has two heads for two centroids): "
+        "with K > 2 centroids and K heads, minimising the risk aligns each head with a centroid."
+    ),
+    "other-mixtures": (
+        "Extension, tested by the book (the paper's analysis assumes an isotropic mixture): "
+        "the alignment persists for unequal weights, unequal or anisotropic variances, "
+        "centroids at an angle and centred mixtures."
+    ),
 }
 """The rows of the first table of the Claims page, the claims of the paper by Maulen-Soto,
 Boyer and Marion (2025) in the book's words. A claim of the book with ``paper=key`` is listed under
-that row. Add a row here for each further claim of the paper the book tests."""
+that row. Add a row here for each further claim of the paper the book tests, and for each
+extension of it that the book tests (worded as such: "Extension, tested by the book...")."""
 
 ID_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 """Claim ids: lowercase words and digits joined by hyphens ("training-small-start-aligns")."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _validate as v
 
-__all__ = ["RESULTS_DIR", "Stored", "load", "save", "sources_hash"]
+__all__ = ["RESULTS_DIR", "Stored", "code_of", "load", "save", "sources_hash"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent

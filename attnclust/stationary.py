@@ -1,13 +1,18 @@
-"""Stationary points of the large-L risk and the finite-L gap; chapter "The two-head layer
-and its population risk" (chapters/population_risk.md: R_inf in closed form, prop-rinf; the
-gradient and its fixed-point form, prop-gradient; the aligned manifold, prop-aligned; how
-fast R_L approaches R_inf).
+"""Stationary points of the large-L risk, and of the finite-L risk on a fixed sample, and the
+finite-L gap; chapters "The two-head layer and its population risk" (chapters/population_risk.md:
+R_inf in closed form, prop-rinf; the gradient and its fixed-point form, prop-gradient; the
+aligned manifold, prop-aligned; how fast R_L approaches R_inf) and "Training dynamics"
+(chapters/training_dynamics.md: the finite-L landscape).
 
 - ``value_grad_hess``: R_inf, its gradient and its Hessian (``jax.grad`` / ``jax.hessian``
   of the quadrature risk), compiled once per mixture shape and reused for every point.
 - ``newton_stationary``: Newton's method on grad R_inf = 0. Newton converges to the
   stationary point nearest its start whatever its index, so it finds saddles as well as
   minima; ``critical_point_kind`` names the point from the Hessian's eigenvalues.
+- ``empirical_value_grad_hess`` and ``empirical_stationary``: the same for the empirical
+  risk R_L on a fixed sample of prompts, the risk that training at prompt length L
+  minimises; Newton may be kept inside a family of configurations that a symmetry of the
+  mixture maps to itself.
 - ``head_gradient`` and ``fixed_point_map``: the gradient of ||z - T(z)||^2 with respect to
   each theta_h written out by hand (the chapter derives it), averaged over given queries,
   and the fixed-point form of the stationarity condition.
@@ -30,6 +35,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from . import _validate as v
 from ._numerics import softmax_small
+from .attention import _two_head
 from .limits import head_coefficients
 from .mixture import GaussianMixture, sample
 from .risk import population_risk
@@ -38,6 +44,8 @@ __all__ = [
     "value_grad_hess",
     "StationaryPoint",
     "newton_stationary",
+    "empirical_value_grad_hess",
+    "empirical_stationary",
     "critical_point_kind",
     "risk_and_grad",
     "large_L_minimiser",
@@ -88,12 +96,13 @@ def critical_point_kind(eigenvalues: np.ndarray, tol: float = 1e-3) -> str:
 
 @dataclass(frozen=True)
 class StationaryPoint:
-    """A stationary point of R_inf found by ``newton_stationary``.
+    """A stationary point of R_inf found by ``newton_stationary``, or of the empirical R_L on a
+    fixed sample found by ``empirical_stationary``.
 
     Attributes:
         theta: (H, d) heads.
-        risk: R_inf(theta).
-        grad_norm: ||grad R_inf(theta)|| (Frobenius) at the returned point.
+        risk: R_inf(theta), or the sample's R_L(theta).
+        grad_norm: the norm of the gradient (Frobenius) at the returned point.
         eigenvalues: the Hessian's eigenvalues, ascending.
         kind: ``critical_point_kind(eigenvalues)``.
         iterations: Newton steps taken.
@@ -112,6 +121,43 @@ class StationaryPoint:
         return int(np.sum(self.eigenvalues < -1e-3))
 
 
+def _solve(vgh, vg, theta0: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, int]:
+    """Newton's method on grad f = 0 from ``theta0``: each step solves H step = grad in the
+    least-squares sense (``numpy.linalg.lstsq``, relative cut-off 1e-6), so flat directions
+    of a symmetric problem do not blow the step up. With ``vg`` (value and gradient only)
+    the Hessian is kept from step to step (the chord method: cheap where a Hessian is
+    expensive) and recomputed only when the gradient norm fails to halve. Returns the
+    point and the number of steps."""
+    theta = np.asarray(theta0, np.float64)
+    _, g, h = vgh(theta)
+    it = 0
+    while np.linalg.norm(g) >= tol and it < max_iter:
+        step = np.linalg.lstsq(h, g.ravel(), rcond=1e-6)[0]
+        theta = theta - step.reshape(theta.shape)
+        it += 1
+        norm = np.linalg.norm(g)
+        if vg is None:
+            _, g, h = vgh(theta)
+        else:
+            _, g = vg(theta)
+            if np.linalg.norm(g) > 0.5 * norm:
+                _, g, h = vgh(theta)
+    return theta, it
+
+
+def _stationary_point(vgh, theta: np.ndarray, it: int) -> StationaryPoint:
+    value, g, h = vgh(theta)
+    ev = np.linalg.eigvalsh(0.5 * (h + h.T))
+    return StationaryPoint(
+        theta=np.asarray(jnp.asarray(theta, jnp.float32), np.float64),
+        risk=value,
+        grad_norm=float(np.linalg.norm(g)),
+        eigenvalues=ev,
+        kind=critical_point_kind(ev),
+        iterations=it,
+    )
+
+
 def newton_stationary(
     theta0: Float[ArrayLike, "H d"],
     mixture: GaussianMixture,
@@ -128,25 +174,147 @@ def newton_stationary(
     it finds the saddle that the symmetry pins, not a minimum. Stops when ||grad|| < tol
     or after ``max_iter`` steps; the caller should check ``grad_norm``.
     """
-    theta = np.asarray(theta0, np.float64)
-    it = 0
-    for it in range(1, max_iter + 1):
-        _, g, h = value_grad_hess(theta, mixture, lam, n_nodes)
-        if np.linalg.norm(g) < tol:
-            it -= 1
-            break
-        step = np.linalg.lstsq(h, g.ravel(), rcond=1e-6)[0]
-        theta = theta - step.reshape(theta.shape)
-    value, g, h = value_grad_hess(theta, mixture, lam, n_nodes)
-    ev = np.linalg.eigvalsh(0.5 * (h + h.T))
-    return StationaryPoint(
-        theta=np.asarray(jnp.asarray(theta, jnp.float32), np.float64),
-        risk=value,
-        grad_norm=float(np.linalg.norm(g)),
-        eigenvalues=ev,
-        kind=critical_point_kind(ev),
-        iterations=it,
-    )
+    vgh = lambda t: value_grad_hess(t, mixture, lam, n_nodes)  # noqa: E731
+    theta, it = _solve(vgh, None, np.asarray(theta0, np.float64), tol, max_iter)
+    return _stationary_point(vgh, theta, it)
+
+
+def _chunk(n: int, most: int = 16) -> int:
+    """The largest divisor of ``n`` that is at most ``most``: prompts per block of the
+    empirical Hessian (memory grows with the block, not with ``n``)."""
+    return max(c for c in range(1, min(n, most) + 1) if n % c == 0)
+
+
+@partial(jax.jit, static_argnums=(4,))
+def _empirical_terms(theta, X, lam, B, chunk):
+    """The sample's risk, its gradient (H, d) and the Hessian applied to each direction of
+    B (m, H, d) (m Hessian-vector products, forward over reverse), in blocks of ``chunk``
+    prompts; m = 0 skips the Hessian."""
+    blocks = X.reshape(X.shape[0] // chunk, chunk, *X.shape[1:])
+
+    def f(t, x):
+        return jnp.mean(jnp.sum((x - _two_head(t, x, lam)) ** 2, axis=-1))
+
+    def one(x):
+        value, grad = jax.value_and_grad(f)(theta, x)
+        if B.shape[0] == 0:
+            return value, grad, jnp.zeros_like(B)
+        g = lambda t: jax.grad(f)(t, x)  # noqa: E731
+        return value, grad, jax.vmap(lambda b: jax.jvp(g, (theta,), (b,))[1])(B)
+
+    return jax.tree_util.tree_map(lambda a: jnp.mean(a, axis=0), jax.lax.map(one, blocks))
+
+
+def _empirical_args(name: str, theta, X, lam):
+    theta = v.heads(name, theta)
+    X = v.tokens("X", X, d=theta.shape[1])
+    if X.ndim != 3:
+        raise ValueError(f"X must have shape (n, L, d), got shape {X.shape}")
+    return theta, X, jnp.float32(v.positive_finite("lam", lam))
+
+
+def _empirical_full(theta, X, lam) -> tuple[float, np.ndarray, np.ndarray]:
+    n = theta.size
+    basis = jnp.eye(n, dtype=jnp.float32).reshape(n, *theta.shape)
+    value, grad, hb = _empirical_terms(jnp.asarray(theta, jnp.float32), X, lam, basis, _chunk(X.shape[0]))
+    return float(value), np.asarray(grad, np.float64), np.asarray(hb, np.float64).reshape(n, n)
+
+
+def empirical_value_grad_hess(
+    theta: Float[ArrayLike, "H d"], X: Float[ArrayLike, "n L d"], lam: float | Float[ArrayLike, ""]
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """The empirical risk R_L on a fixed sample of prompts, its gradient and its Hessian:
+    the finite-L counterpart of ``value_grad_hess`` (chapter "Training dynamics", the
+    finite-L landscape).
+
+    The mean over the ``n`` prompts of ``X`` of the mean over their tokens of
+    ``||x_l - T(X)_l||^2`` (``attnclust.empirical_risk``), differentiated by ``jax.grad``
+    and Hessian-vector products (``jax.jvp`` of the gradient, as ``jax.hessian`` does) in
+    blocks of at most 16 prompts (``lax.map``), so memory grows with the block and not with
+    ``n``. One compilation per shape of ``X``.
+
+    Args:
+        theta: ``(H, d)`` heads, finite.
+        X: ``(n, L, d)`` prompts, finite.
+        lam: the temperature, finite and > 0.
+
+    Returns:
+        The risk, the gradient ``(H, d)`` and the Hessian ``(H d, H d)``, in float64 (computed
+        in float32).
+    """
+    theta, X, lam = _empirical_args("theta", theta, X, lam)
+    return _empirical_full(theta, X, lam)
+
+
+def empirical_stationary(
+    theta0: Float[ArrayLike, "H d"],
+    X: Float[ArrayLike, "n L d"],
+    lam: float | Float[ArrayLike, ""],
+    directions: Float[ArrayLike, "m H d"] | None = None,
+    tol: float = 1e-5,
+    max_iter: int = 50,
+) -> StationaryPoint:
+    """Solve grad R_L(theta) = 0 for the empirical risk on the fixed sample ``X`` by
+    Newton's method from ``theta0`` (chapter "Training dynamics", the finite-L landscape).
+
+    As ``newton_stationary``, but for R_L at the prompt length of ``X`` instead of R_inf.
+    Newton finds stationary points of every index; the ``eigenvalues`` of the result (of
+    the full Hessian, ``empirical_value_grad_hess``) say which. Its ``risk`` is the
+    sample's risk.
+
+    With ``directions``, Newton moves only in ``theta0 + span(directions)`` and solves
+    for the gradient's component in that span: for a family of configurations that a
+    symmetry of the mixture maps to itself (the heads between the centroids, the
+    symmetric tilted point), the exact R_L has its stationary point in the family, and a
+    finite sample's noise would otherwise push the solution along the nearly flat
+    directions that break the symmetry. Without it, Newton moves in every direction and the
+    Hessian is kept from step to step while the gradient norm at least halves (the chord
+    method), so a start close to the stationary point costs about two Hessians.
+
+    Args:
+        theta0: ``(H, d)`` start, for instance a stationary point of R_inf or a trained run.
+        X: ``(n, L, d)`` the fixed sample of prompts.
+        lam: the temperature, finite and > 0.
+        directions: ``(m, H, d)`` the directions Newton may move in, or None (all).
+        tol: stop when the gradient norm (in the span, with ``directions``) is below it.
+        max_iter: at most this many Newton steps.
+
+    Returns:
+        A ``StationaryPoint`` of the sample's risk (check ``grad_norm``: with
+        ``directions`` it is the full gradient's norm, which the sample's noise keeps
+        above ``tol`` off the span).
+    """
+    theta0, X, lam = _empirical_args("theta0", theta0, X, lam)
+    theta0 = np.asarray(theta0, np.float64)
+    chunk = _chunk(X.shape[0])
+    if directions is None:
+        def vgh(t):
+            return _empirical_full(t, X, lam)
+
+        def vg(t):
+            value, grad, _ = _empirical_terms(jnp.asarray(t, jnp.float32), X, lam,
+                                              jnp.zeros((0, *theta0.shape), jnp.float32), chunk)
+            return float(value), np.asarray(grad, np.float64)
+
+        theta, it = _solve(vgh, vg, theta0, tol, max_iter)
+        return _stationary_point(vgh, theta, it)
+    D = np.asarray(v.real_array("directions", directions), np.float64)
+    if D.ndim != 3 or D.shape[1:] != theta0.shape or D.shape[0] < 1:
+        raise ValueError(f"directions must have shape (m, H, d)=(m, {theta0.shape[0]}, {theta0.shape[1]}) "
+                         f"with m >= 1, got shape {D.shape}")
+    q, _ = np.linalg.qr(D.reshape(D.shape[0], -1).T)  # orthonormal basis (H d, m) of the span
+    B = q.T.reshape(-1, *theta0.shape)
+    B32 = jnp.asarray(B, jnp.float32)
+    flat = B.reshape(B.shape[0], -1)
+
+    def vgh_sub(y):
+        t = theta0 + np.tensordot(y, B, axes=1)
+        value, grad, hb = _empirical_terms(jnp.asarray(t, jnp.float32), X, lam, B32, chunk)
+        g = flat @ np.asarray(grad, np.float64).ravel()
+        return float(value), g, np.asarray(hb, np.float64).reshape(len(B), -1) @ flat.T
+
+    y, it = _solve(vgh_sub, None, np.zeros(len(B)), tol, max_iter)
+    return _stationary_point(lambda t: _empirical_full(t, X, lam), theta0 + np.tensordot(y, B, axes=1), it)
 
 
 def _head_terms(theta, z, mixture, lam):

@@ -1,18 +1,24 @@
-"""Training experiments over seeds and settings (chapter "Training dynamics").
+"""Training runs over seeds and settings: the building blocks of the chapter "Training
+dynamics" (chapters/training_dynamics.md), whose experiments are in
+``attnclust.experiments.training``.
 
-Every experiment is one or a few ``attnclust.fit_many`` calls (all seeds of a setting in
-one compiled, vmapped run), cached per process so that the chapter's figures and the
-numbers it quotes share the same runs. ``size`` selects the budget:
+Every setting is one ``attnclust.fit_many`` call (all seeds of a setting in one compiled,
+vmapped run), cached per process so that the chapter's figures and the numbers it quotes
+share the same runs. ``size`` selects the budget (``BUDGETS``):
 
 - ``"small"``: the book's CPU scale (16 seeds, 400 Adam steps with a batch of 8 prompts,
   learning rate 2e-2); seconds per setting on a laptop CPU;
+- ``"long"``: ten times the steps and twice the seeds of "small" (32 seeds, 4000
+  steps), minutes per setting on a CPU: the committed experiment ``training-long``;
 - ``"full"``: paper scale for an accelerator (256 seeds, 4000 steps, batch 32, learning
-  rate 1e-2).
+  rate 1e-2);
+- ``"test"``: a few steps and seeds, for the test suite.
 
 Helpers: ``classify`` sorts final heads into aligned / between the centroids / other,
-``binomial_ci`` gives the exact (Clopper-Pearson) interval of a frequency, ``mean_band``
-the mean and a quantile band over seeds, ``tail_average`` the Polyak average of the
-recorded heads at the end of a run, ``scaled_lr`` the learning rate used at dimension d.
+``mean_band`` the mean and a quantile band over seeds, ``tail_average`` the Polyak average of
+the recorded heads at the end of a run, ``scaled_lr`` the learning rate used at dimension d,
+``steps_to`` the first step a level of ``|cos|`` is reached, ``head_distance`` the distance
+between two sets of heads up to what the layer cannot see.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from functools import lru_cache
 import jax
 import numpy as np
 from jaxtyping import ArrayLike, Float
-from scipy import stats
 
 from . import _validate as v
 from .metrics import abs_cosines, alignment
@@ -48,7 +53,9 @@ class Budget:
 
 BUDGETS: dict[str, Budget] = {
     "small": Budget(seeds=16, steps=400, batch=8, L=50, lr=2e-2, record_every=4),
+    "long": Budget(seeds=32, steps=4000, batch=8, L=50, lr=2e-2, record_every=40),
     "full": Budget(seeds=256, steps=4000, batch=32, L=50, lr=1e-2, record_every=40),
+    "test": Budget(seeds=4, steps=40, batch=4, L=50, lr=2e-2, record_every=4),
 }
 """The two sizes of every training figure (see the module docstring)."""
 
@@ -56,13 +63,8 @@ ALIGNED, BETWEEN, OTHER = 0, 1, 2
 """Codes returned by :func:`classify`."""
 CLASS_NAMES = ("aligned", "between", "other")
 
-LAMS_TILT = (0.25, 0.5, 1.0, 2.0, 4.0)
-"""Temperatures of the tilt experiment (the range of ``symbolic.tilt_branch`` quoted in the
-chapter "Training dynamics", chapters/training_dynamics.md)."""
-
-
 def budget(size: str) -> Budget:
-    """The :class:`Budget` of ``size`` ("small" or "full")."""
+    """The :class:`Budget` of ``size`` (a key of ``BUDGETS``)."""
     v.one_of("size", size, BUDGETS)
     return BUDGETS[size]
 
@@ -123,7 +125,7 @@ def run_seeds(
     reuse one compiled program.
 
     Args:
-        size: the budget, "small" or "full" (``BUDGETS``).
+        size: the budget, a key of ``BUDGETS``.
         K, d, r, sigma: the mixture ``orthogonal_mixture(K, d, r, sigma)``.
         lam: the temperature, or a tuple of one per seed (a sweep in the same compiled call).
         init: the initialisation regime, one of ``INITS``.
@@ -206,96 +208,11 @@ def classify(theta, centroids, aligned: float = 0.95, in_span: float = 0.9,
                     np.where((frac >= in_span) & bisect, BETWEEN, OTHER))
 
 
-def binomial_ci(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) confidence interval of a frequency k / n."""
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
-
-
 def mean_band(values, q: tuple[float, float] = (0.1, 0.9)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and the (q0, q1) quantiles over the leading (seed) axis."""
     values = np.asarray(values, dtype=float)
     lo, hi = np.quantile(values, q, axis=0)
     return values.mean(axis=0), lo, hi
-
-
-# ---------------------------------------------------------------------------------------
-# The chapter's experiments
-# ---------------------------------------------------------------------------------------
-
-
-def init_regimes(size: str = "small") -> dict[str, FitResult]:
-    """One ``fit_many`` call per initialisation regime of ``INITS``, default setting."""
-    return {init: run_seeds(size, init=init) for init in INITS}
-
-
-@dataclass(frozen=True)
-class Outcomes:
-    """Counts of the final states of ``n`` seeds and the exact 95% interval of the
-    frequency of ``between``."""
-
-    n: int
-    aligned: int
-    between: int
-    other: int
-    between_ci: tuple[float, float]
-
-
-def outcomes(result: FitResult, centroids, **kw) -> Outcomes:
-    """Classify every seed's final (tail-averaged) heads with :func:`classify`."""
-    codes = classify(tail_average(result), centroids, **kw)
-    n = codes.size
-    counts = [int(np.sum(codes == c)) for c in (ALIGNED, BETWEEN, OTHER)]
-    return Outcomes(n, *counts, binomial_ci(counts[BETWEEN], n))
-
-
-def separability_values(size: str = "small") -> tuple[float, ...]:
-    """r / sigma of the separability sweep (r = 2 fixed, sigma = r / value)."""
-    return (2.0, 3.0, 4.0, 8.0) if size == "small" else (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
-
-
-def separability_sweep(size: str = "small", init: str = "small") -> dict[float, FitResult]:
-    """r / sigma -> runs (r = 2, lam = 1, d = 5)."""
-    return {s: run_seeds(size, sigma=2.0 / s, init=init) for s in separability_values(size)}
-
-
-def dimension_values(size: str = "small") -> tuple[int, ...]:
-    """Dimensions of the dimension sweep."""
-    return (5, 20) if size == "small" else (3, 5, 10, 20, 50)
-
-
-def dimension_sweep(size: str = "small") -> dict[int, FitResult]:
-    """d -> runs (K = 2, lam = 1, small init), learning rate :func:`scaled_lr`."""
-    b = budget(size)
-    return {d: run_seeds(size, d=d, lr=scaled_lr(b.lr, d)) for d in dimension_values(size)}
-
-
-def k_heads(size: str = "small", K: int = 3) -> FitResult:
-    """K > 2 centroids (orthogonal, r = 2, sigma = 0.5, d = 5) with K heads, small init."""
-    return run_seeds(size, K=K)
-
-
-def lam_per_seed(size: str = "small") -> tuple[float, ...]:
-    """The temperature of each seed of the tilt run: ``LAMS_TILT`` repeated as evenly as
-    the number of seeds allows (extra seeds go to lam = 1), sorted."""
-    S = budget(size).seeds
-    per = S // len(LAMS_TILT)
-    lams = [lam for lam in LAMS_TILT for _ in range(per)]
-    lams += [1.0] * (S - len(lams))
-    return tuple(sorted(lams))
-
-
-def tilt_vs_lam(size: str = "small") -> tuple[np.ndarray, np.ndarray]:
-    """Measured tilt: (lam per seed, tail-averaged matched ``|cos|`` per seed and head) from one
-    ``fit_many`` call with one temperature per seed, started near the centroids (the tilt
-    is a property of the minimiser, so the runs start next to it)."""
-    lams = lam_per_seed(size)
-    res = run_seeds(size, lam=lams, init="near")
-    mix = orthogonal_mixture()
-    return np.asarray(lams), alignment(tail_average(res), mix.centroids)
-
 
 
 def steps_to(result: FitResult, centroids, level: float = 0.9) -> np.ndarray:

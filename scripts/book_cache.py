@@ -58,6 +58,10 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # markdown.References every chapter, the bibliography and the MathJax macros
     "chapters/instructors.md": ("_toc.yml", "_config.yml", "chapters/*.md",
                                 "chapters/references.bib"),
+    # committed results files (attnclust.results.load: results/NAME.json), read through
+    # attnclust.experiments.landscape / .training / .beyond
+    "chapters/training_dynamics.md": ("results/*.json",),
+    "chapters/beyond.md": ("results/*.json",),
 }
 # Inputs that may not exist yet (a GPU run is committed only when one was made); every other
 # input must match a file (tests/test_book_cache.py), so that a rename cannot drop it silently.

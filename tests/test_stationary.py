@@ -153,3 +153,80 @@ def test_large_L_minimiser_reproduces_symbolic_tilt(mixture):
     np.testing.assert_allclose(ac.alignment(th, np.asarray(mixture.centroids)), 0.986, atol=2e-3)
     with pytest.raises(ValueError, match="theta0"):
         stationary.large_L_minimiser(np.ones(5), mixture)
+
+
+# --------------------------------------------------------------------------- finite L
+
+
+def _small_sample(n=24, L=10, K=2, seed=0):
+    mix = ac.orthogonal_mixture(K=K)
+    return mix, ac.sample(jax.random.PRNGKey(seed), mix, n, L)[0]
+
+
+@pytest.mark.slow
+def test_empirical_hessian_matches_jax_hessian_of_the_risk():
+    """The blocked Hessian-vector products (24 prompts: two blocks of 12) equal jax.hessian
+    of ac.empirical_risk on the whole sample, and the value and gradient match too."""
+    mix, X = _small_sample()
+    theta = np.array([[0.8, 0.3, 0.1, 0, 0], [0.2, 0.9, 0, -0.1, 0]])
+    value, grad, hess = st.empirical_value_grad_hess(theta, X, LAM)
+    f = lambda t: ac.empirical_risk(t, X, LAM)  # noqa: E731
+    assert value == pytest.approx(float(f(theta)), rel=1e-5)
+    np.testing.assert_allclose(grad, np.asarray(jax.grad(f)(jnp.asarray(theta, jnp.float32))), atol=1e-5)
+    ref = np.asarray(jax.hessian(f)(jnp.asarray(theta, jnp.float32))).reshape(10, 10)
+    np.testing.assert_allclose(hess, ref, atol=2e-4)
+    np.testing.assert_allclose(hess, hess.T, atol=2e-4)
+
+
+def _symmetrised(X):
+    """X with its images under e1 <-> e2 and under x_j -> -x_j (j >= 3): a sample whose risk
+    has the symmetry of the split family exactly."""
+    swap = X[..., [1, 0, 2, 3, 4]]
+    flip = X * jnp.array([1, 1, -1, -1, -1.0])
+    return jnp.concatenate([X, swap, flip, swap * jnp.array([1, 1, -1, -1, -1.0])])
+
+
+@pytest.mark.slow
+def test_empirical_stationary_in_a_symmetric_family():
+    """Newton kept in the split family (theta_1 along e1 + e2, theta_2 along e1 - e2) stays in
+    it, and on a sample with the family's symmetry it finds a true stationary point: the
+    gradient off the family vanishes too."""
+    mix, X = _small_sample(n=6)
+    Xs = _symmetrised(X)  # 24 prompts of 10 tokens: the shape of the other tests, one compilation
+    u, w = np.array([1.0, 1, 0, 0, 0]) / np.sqrt(2), np.array([1.0, -1, 0, 0, 0]) / np.sqrt(2)
+    D = np.zeros((2, 2, 5))
+    D[0, 0], D[1, 1] = u, w
+    start = np.stack([0.8 * u, 0.8 * w])
+    p = st.empirical_stationary(start, Xs, LAM, directions=D)
+    moved = (p.theta - start).ravel()
+    basis = D.reshape(2, -1) / np.linalg.norm(D.reshape(2, -1), axis=1, keepdims=True)
+    assert np.linalg.norm(moved - basis.T @ (basis @ moved)) < 1e-6  # in the family
+    assert np.linalg.norm(moved) > 1e-3  # it did move: 0.8 is not the stationary point
+    assert p.grad_norm < 1e-4  # full gradient: a stationary point of the symmetric sample
+    assert len(p.eigenvalues) == 10 and np.all(np.diff(p.eigenvalues) >= 0)
+
+
+@pytest.mark.slow
+def test_empirical_stationary_unrestricted_converges():
+    """Newton in every direction (the chord method) reaches a stationary point of the sample,
+    where it stops at once when restarted, and its spectrum is the Hessian's there."""
+    mix, X = _small_sample(seed=1)
+    start = np.array([[0.95, -0.1, 0, 0, 0], [-0.1, 0.95, 0, 0, 0]])
+    p = st.empirical_stationary(start, X, LAM)
+    assert p.grad_norm < 1e-5 and p.iterations > 1
+    again = st.empirical_stationary(p.theta, X, LAM)
+    assert again.iterations == 0 or np.allclose(again.theta, p.theta, atol=1e-4)
+    _, grad, hess = st.empirical_value_grad_hess(p.theta, X, LAM)
+    np.testing.assert_allclose(p.eigenvalues, np.linalg.eigvalsh(hess), atol=1e-4)
+
+
+@pytest.mark.bad_input
+def test_empirical_bad_input():
+    X = np.random.default_rng(0).normal(size=(4, 5, 5))
+    theta = np.eye(2, 5)
+    with pytest.raises(ValueError, match="X"):
+        st.empirical_value_grad_hess(theta, X[0], LAM)
+    with pytest.raises(ValueError, match="directions"):
+        st.empirical_stationary(theta, X, LAM, directions=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="lam"):
+        st.empirical_stationary(theta, X, -1.0)

@@ -12,6 +12,7 @@ what the HTML book shows in their place, taken from the book's own sources
 - ``{cite}`` → (Author et al., year), from ``chapters/references.bib`` (pybtex);
 - ``{doc}`` → the chapter's title in italics; ``{prf:ref}`` → the result's kind and title;
   ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
+- ``{claim}`id``` → (claim ``id``): its sentence is stated by a cell of the chapter;
 - ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
   that glues it and appears only in the HTML book (the editions' first cell says so); in
   the reader edition, made from the executed book, the value itself
@@ -194,7 +195,7 @@ def _role(m: re.Match, refs: References) -> str:
         if name in refs.glued:
             return glued_text(refs.glued[name], spec, markdown=role == "glue:md")
         return f"`{name}`"
-    if role == "claim":
+    if role == "claim":  # the sentence is computed by a cell of the chapter (the claims ledger)
         glued = refs.glued.get(f"claim:{target}")
         return glued_text(glued, markdown=True) if glued else f"(claim `{target}`)"
     if role.startswith("cite"):
