@@ -311,6 +311,10 @@ class Claim:
                 "detail": self.verdict.detail, "expect": list(self.expect), "paper": self.paper,
                 "paper_claim": PAPER.get(self.paper) if self.paper else None}
 
+    def _ipython_display_(self) -> None:
+        """A claim left as a cell's last value shows nothing on the page: its sentence is in
+        the prose (the role ``{claim}`id```) and its record on the Claims page."""
+
 
 def claim(
     id: str,
