@@ -62,6 +62,9 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # attnclust.experiments.landscape / .training / .beyond
     "chapters/training_dynamics.md": ("results/*.json",),
     "chapters/beyond.md": ("results/*.json",),
+    # the benchmark's committed sweeps (results/icq-sweeps.json) and, through the modules it
+    # imports, the benchmark timings of the Performance page
+    "chapters/icq_experiments.md": ("results/*.json", "benchmarks/results.json"),
 }
 # Inputs that may not exist yet (a GPU run is committed only when one was made); every other
 # input must match a file (tests/test_book_cache.py), so that a rename cannot drop it silently.
