@@ -4,6 +4,8 @@
   scaled down to fit it once MathJax has typeset them, and again when the window is
   resized, down to ``MIN_SCALE`` of the text size; one that is still too wide scrolls
   inside its own box instead of pushing the page sideways (``static/small_screens.js``).
+- A figure shown well below its own size (on a phone, or a wide figure in the column)
+  opens at full size when tapped or clicked.
 - Long inline code (a dotted name, a command line) may break anywhere, so that a
   paragraph never scrolls sideways (``static/small_screens.css``).
 

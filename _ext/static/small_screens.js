@@ -28,9 +28,9 @@
     document.documentElement.dataset.equationsFitted = "1";
   }
 
-  // Tap-to-enlarge: on a narrow screen, a figure shown below its own size opens at full
-  // size (one image pixel per CSS pixel) in an overlay; a tap anywhere closes it.
-  const NARROW = 700;
+  // Tap-to-enlarge: a figure shown well below its own size (a phone, or a wide figure in the
+  // text column) opens at full size (one image pixel per CSS pixel) in an overlay; a tap
+  // anywhere closes it.
   function zoomable(img) {
     return img.closest("article") && !img.closest("a") && img.naturalWidth > img.clientWidth * 1.2;
   }
@@ -58,7 +58,7 @@
   }
   document.addEventListener("click", e => {
     const img = e.target.closest && e.target.closest("article img");
-    if (img && window.innerWidth <= NARROW && zoomable(img)) {
+    if (img && zoomable(img)) {
       e.preventDefault();
       openZoom(img);
     }
