@@ -10,23 +10,23 @@
 #                 skips what takes more than about 3 s a test (training at the book's size,
 #                 subprocesses, Jupyter kernels), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
+#   make lab      JupyterLab with the chapters opening as notebooks (LAB_FLAGS=--no-browser ...)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-# Browser checks: Debian's chromium (Playwright's own browser download is not used) and a
-# local copy of MathJax 3, served to the browser in place of the CDN (tests/browser).
+# Browser checks: Debian's chromium (Playwright's own browser download is not used). The book
+# serves its own MathJax (sphinx-mathjax-offline, in requirements.txt).
 CHROMIUM      ?= /usr/bin/chromium
-MATHJAX_WHEEL := $(VENV)/vendor/sphinx_mathjax_offline-0.0.2-py3-none-any.whl
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The autograder runs each submission in a sandbox made by Debian's bubblewrap (user, PID,
 # mount and network namespaces; attnclust/assignments/sandbox.py); its tests need it.
 BWRAP ?= /usr/bin/bwrap
 
-.PHONY: venv book test unit quick browser browser-deps sandbox-deps clean assignments bench bench-book
+.PHONY: venv lab book test unit quick browser browser-deps sandbox-deps clean assignments bench bench-book
 
 # JAX's persistent compilation cache, shared by the unit tests (every xdist worker and the
 # subprocesses they start) and the book's kernels: a program compiled once is read back by
@@ -47,7 +47,17 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-venv: $(STAMP)
+# JupyterLab's settings for this environment: a chapter's MyST file opens as a notebook
+# (jupytext), not in the text editor (binder/postBuild installs the same file on Binder).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_SETTINGS): jupyter/overrides.json | $(STAMP)
+	install -D -m 644 $< $@
+
+venv: $(STAMP) $(LAB_SETTINGS)
+
+# JupyterLab on this machine, with the chapters as notebooks and the explorers working.
+lab: venv
+	$(VENV)/bin/jupyter lab $(LAB_FLAGS)
 
 # scripts/book_cache.py clears the execution cache (and pages built from it) whenever
 # attnclust/**/*.py, requirements.txt or pyproject.toml changed since the last build.
@@ -60,7 +70,7 @@ book: $(STAMP)
 PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
-unit: $(STAMP) $(BWRAP)
+unit: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
 	$(PY) -m pytest -q -m "not browser" $(XDIST)
 
 quick: $(STAMP)
@@ -80,12 +90,9 @@ $(BWRAP):
 
 sandbox-deps: $(BWRAP)
 
-$(MATHJAX_WHEEL): | $(STAMP)
-	$(PY) -m pip download -q --no-deps sphinx-mathjax-offline==0.0.2 -d $(VENV)/vendor
+browser-deps: $(CHROMIUM)
 
-browser-deps: $(CHROMIUM) $(MATHJAX_WHEEL)
-
-browser: $(STAMP) browser-deps
+browser: $(STAMP) $(LAB_SETTINGS) browser-deps
 	$(PY) -m pytest -q -m browser tests/browser
 
 # Sequential on purpose (also under make -j): the browser checks need the built book.

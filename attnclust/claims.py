@@ -49,6 +49,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from . import results
 from .stats import Interval, PairedDifference
 
 __all__ = [
@@ -254,32 +255,12 @@ def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
 
 def _plain(name: str, value: Any) -> Any:
     """``value`` as JSON data: numbers, strings, bools, None, lists and dicts of them,
-    intervals and paired differences as their dicts."""
-    if isinstance(value, (Interval, PairedDifference)):
-        return value.as_dict()
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if not math.isfinite(value):
-            return str(value)  # "inf" (a large-L setting), "nan" (a diverged run)
-        return value
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(f"{name}[{k!r}]", x) for k, x in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(f"{name}[{i}]", x) for i, x in enumerate(value)]
-    if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
-        arr = np.asarray(value)
-        if arr.ndim == 0:
-            return _plain(name, arr.item())
-        if arr.size > 64:
-            raise ValueError(f"{name} has {arr.size} entries: give the ledger a summary (<= 64 numbers)")
-        return _plain(name, arr.tolist())
-    raise TypeError(f"{name} must be a number, string, interval or a list of them, got {type(value).__name__}")
+    intervals and paired differences as their dicts, arrays of at most 64 numbers."""
+    def special(x):
+        return x.as_dict() if isinstance(x, (Interval, PairedDifference)) else results.NOT_SPECIAL
+
+    return results.to_json(name, value, special=special, max_array=64,
+                           what="a number, string, interval or a list of them")
 
 
 @dataclass(frozen=True)
@@ -310,6 +291,10 @@ class Claim:
                 "evidence": self.evidence, "verdict": self.verdict.kind,
                 "detail": self.verdict.detail, "expect": list(self.expect), "paper": self.paper,
                 "paper_claim": PAPER.get(self.paper) if self.paper else None}
+
+    def _ipython_display_(self) -> None:
+        """A claim left as a cell's last value shows nothing on the page: its sentence is in
+        the prose (the role ``{claim}`id```) and its record on the Claims page."""
 
 
 def claim(

@@ -95,3 +95,13 @@ def test_claim_bad_input(kw, err):
         make(**kw)
     with pytest.raises(ValueError, match="id"):
         claims.claim("Not An Id", "s", setting=dict(L=1), evidence=dict(x=1), verdict=claims.holds_if(True))
+
+
+def test_a_claim_as_a_cells_value_displays_nothing():
+    """The sentence is in the prose; a cell ending with ``claims.claim(...)`` must not print
+    the record's repr onto the page."""
+    from IPython.core.formatters import DisplayFormatter
+
+    record = claims.claim("display-test", "A sentence.", setting={"L": 50}, evidence={"x": 1.0},
+                          verdict=claims.at_least(1.0, 0.5))
+    assert DisplayFormatter().format(record) == ({}, {})  # what a kernel shows: nothing

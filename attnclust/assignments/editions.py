@@ -7,7 +7,8 @@ exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title
 ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
 ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
-both, visible, so students can check themselves, unless the student edition is made with
+both, visible, so students can check themselves (in the student edition a check says "not
+answered yet" while its answer is still ``None``), unless the student edition is made with
 ``hidden_checks`` (for graded use): each check cell then keeps only its header line and says
 in words what it verifies (the chapter's ``# verifies:`` lines), without the code and the
 expected values. The instructor edition and the autograder material always keep the
@@ -21,15 +22,17 @@ crashes the HTML build on gated solutions, and it only concerns HTML anyway.
 from __future__ import annotations
 
 import json
+import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
 
-from .markdown import to_jupyter
+from .markdown import References, to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
-__all__ = ["STARTER_MARK", "autograder_material", "hidden_check_source", "instructor_notebook",
-           "student_notebook", "write_editions"]
+__all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
+           "instructor_notebook", "reader_notebook", "student_notebook", "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -81,6 +84,18 @@ def hidden_check_source(source: str, ex: Exercise) -> str:
             f"# What the grader verifies: {words.rstrip('.')}.\n"
             "# The check itself runs when your notebook is graded; this edition does not "
             "show it.")
+
+
+def guarded_check_source(source: str, ex: Exercise) -> str:
+    """A visible check cell of the student edition: the chapter's check, run only once the
+    answer is set; before that (the starter cell leaves ``None``) it says "not answered
+    yet" instead of failing inside the check with an unrelated error."""
+    header, _, body = source.lstrip("\n").partition("\n")
+    label, _ = check_header(header)
+    return (f"{header}\n"
+            f"if {ex.variable} is None:\n"
+            f"    print(\"{label}: not answered yet (store your answer in {ex.variable})\")\n"
+            "else:\n" + textwrap.indent(body.strip("\n") or "pass", "    ", lambda line: True))
 
 
 def _prompt(ex: Exercise, hidden: bool = False) -> str:
@@ -148,7 +163,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
                                            {"attnclust": {"solution": p.label}}))
         elif p.kind == "check":
             flush()
-            source = hidden_check_source(p.source, ex) if hidden else p.source
+            source = (hidden_check_source(p.source, ex) if hidden else
+                      guarded_check_source(p.source, ex) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
     flush()
     return nb
@@ -163,6 +179,23 @@ def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.
 def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
     """The whole chapter with its reference solutions, as a clean notebook."""
     return _assemble(chapter, student=False)
+
+
+READER_NOTE = ("*Reader edition of the chapter `{stem}` of the attnclust book*, made from the "
+               "executed book: the numbers in the text are those of the book's build; the code "
+               "cells compute them again when you run the notebook. Solutions to the exercises "
+               "follow each exercise.")
+
+
+def reader_notebook(chapter: Chapter, glued: dict[str, dict]) -> nbformat.NotebookNode:
+    """The chapter as a notebook for reading and running (the download button of each page,
+    chapter "Preface"): the instructor edition's Markdown, with the numbers the build glued
+    (``glued``: name -> MIME bundle, as myst-nb writes ``<page>.glue.json``) in the text."""
+    refs = replace(chapter.refs or References(), glued=dict(glued))
+    nb = _assemble(replace(chapter, refs=refs), student=False)
+    macros = refs.macro_definitions()
+    nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
+    return nb
 
 
 MATERIAL_FORMAT = 2

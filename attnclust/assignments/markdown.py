@@ -14,9 +14,12 @@ what the HTML book shows in their place, taken from the book's own sources
   ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
 - ``{claim}`id``` → (claim ``id``): its sentence is stated by a cell of the chapter;
 - ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
-  that glues it and appears only in the HTML book (the editions' first cell says so);
+  that glues it and appears only in the HTML book (the editions' first cell says so); in
+  the reader edition, made from the executed book, the value itself
+  (:attr:`References.glued`, :func:`glued_text`);
 - ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
-  states it (``attnclust.claims``) and shown in the HTML book;
+  states it (``attnclust.claims``) and shown in the HTML book; in the reader edition, the
+  sentence the build glued (``claim:<id>``);
 - ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
   ``{bibliography}`` and MyST targets ``(label)=`` are dropped;
 - the book's MathJax macros (``_config.yml``) are defined once, in the first cell.
@@ -28,7 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["Fenced", "References", "split_fences", "to_jupyter"]
+__all__ = ["Fenced", "References", "glued_text", "split_fences", "to_jupyter"]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
@@ -106,6 +109,9 @@ class References:
     figures: dict[str, str] = field(default_factory=dict)  # figure name -> caption
     citations: dict[str, str] = field(default_factory=dict)  # bib key -> "Lloyd, 1982"
     macros: dict[str, str] = field(default_factory=dict)  # MathJax macros of _config.yml
+    # glued values of the executed chapter (name -> MIME bundle, myst-nb's <page>.glue.json);
+    # empty for the student and instructor editions, which show the names instead
+    glued: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_chapters(cls, chapters_dir: str | Path) -> "References":
@@ -163,14 +169,35 @@ def _result_name(part: Fenced) -> str:
     return f"{kind} ({part.arg})" if part.arg else kind
 
 
+def glued_text(bundle: dict, spec: str = "", markdown: bool = False) -> str:
+    """A glued value as the HTML book prints it: its Markdown (``{glue:md}``), or its plain
+    text, formatted with the role's format spec (``{glue:text}`name:.3f```) when given."""
+    if markdown and "text/markdown" in bundle:
+        return str(bundle["text/markdown"]).strip()
+    plain = str(bundle.get("text/plain", "")).strip()
+    if len(plain) >= 2 and plain[0] == plain[-1] and plain[0] in "'\"":
+        plain = plain[1:-1]
+    if spec:
+        for kind in (int, float):
+            try:
+                return format(kind(plain), spec)
+            except ValueError:
+                continue
+    return plain
+
+
 def _role(m: re.Match, refs: References) -> str:
     role, content = m["role"], m["content"].strip()
     explicit = _EXPLICIT.match(content)
     text, target = (explicit["text"], explicit["target"]) if explicit else ("", content)
     if role.startswith("glue"):
-        return f"`{target.split(':', 1)[0]}`"
+        name, _, spec = target.partition(":")
+        if name in refs.glued:
+            return glued_text(refs.glued[name], spec, markdown=role == "glue:md")
+        return f"`{name}`"
     if role == "claim":  # the sentence is computed by a cell of the chapter (the claims ledger)
-        return f"(claim `{target}`)"
+        glued = refs.glued.get(f"claim:{target}")
+        return glued_text(glued, markdown=True) if glued else f"(claim `{target}`)"
     if role.startswith("cite"):
         return "(" + "; ".join(refs.citations.get(k.strip(), k.strip()) for k in target.split(",")) + ")"
     if text:
@@ -192,7 +219,14 @@ def _role(m: re.Match, refs: References) -> str:
     return m[0]
 
 
+_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
+
+
 def _quote(head: str, body: str) -> str:
+    """A theorem-like box as a block quote. Each display equation is put on one line first:
+    Jupyter takes the mathematics out before it renders the Markdown, so the quote's ``>``
+    markers inside a multi-line ``$$`` block would be typeset as ">" glyphs."""
+    body = _DISPLAY_MATH.sub(lambda m: " ".join(m.group(0).split()), body)
     lines = f"{head} {body}".strip().split("\n")
     return "\n".join("> " + line if line.strip() else ">" for line in lines)
 

@@ -128,12 +128,35 @@ def draw_mixture(
     return fig
 
 
-def mixture_explorer():
+STATIC_GRID = dict(K=(2, 3), r_over_sigma=(1.0, 2.0, 4.0, 8.0), weight=(0.2, 0.5, 0.8),
+                   d=(5, 20), seed=(0, 1))
+"""The slider values of the explorer in the static HTML book (every combination is drawn
+when the book is built: :mod:`attnclust.widgets.static`)."""
+
+STATIC_ALT = ("One prompt of the mixture projected on the first two centroid directions, "
+              "tokens coloured by their true component, true centroids as crosses and the "
+              "k-means centres as black circles; the title gives the k-means adjusted Rand "
+              "index and distortion against the noise floor.")
+
+
+def mixture_explorer(static: bool = False):
     """The explorer: sliders K, r/sigma, weight of component 1, d, seed, and the figure.
 
     Returns an ``ipywidgets.VBox``; its ``figure`` attribute is the matplotlib figure that
-    every slider move redraws through :func:`draw_mixture`.
+    every slider move redraws through :func:`draw_mixture`. With ``static``, the box
+    together with its precomputed twin over :data:`STATIC_GRID`
+    (:func:`attnclust.widgets.static.explorer`): the live widget in Jupyter, the
+    precomputed sliders in the HTML book (the chapter's cell).
     """
+    box = _live_explorer()
+    if not static:
+        return box
+    from .static import explorer
+
+    return explorer("mixture", box, draw_mixture, STATIC_GRID, DEFAULTS, STATIC_ALT)
+
+
+def _live_explorer():
     import ipywidgets as w
     from IPython.display import display
 
@@ -168,5 +191,5 @@ def mixture_explorer():
     return box
 
 
-__all__ = ["DEFAULTS", "SIGMA", "L_TOKENS", "mixture_weights", "sample_prompt", "draw_mixture",
+__all__ = ["STATIC_GRID", "STATIC_ALT", "DEFAULTS", "SIGMA", "L_TOKENS", "mixture_weights", "sample_prompt", "draw_mixture",
            "mixture_explorer"]

@@ -220,11 +220,33 @@ def draw_quantization(
     return fig
 
 
-def quantization_explorer():
+STATIC_GRID = dict(lam=(0.1, 1.0, 4.0), r_over_sigma=(2.0, 4.0, 8.0), K=(2, 3),
+                   L=(50, 100, 200), seed=(0,))
+"""The slider values of the explorer in the static HTML book (every combination is drawn
+when the book is built, :mod:`attnclust.widgets.static`; the seed stays at 0 there)."""
+
+STATIC_ALT = ("Left, one prompt's tokens and their identity-attention outputs projected on the "
+              "centroid plane; right, the distortion against lambda with the current lambda "
+              "marked; the title gives the prompt's distortion and the oracle ARI.")
+
+
+def quantization_explorer(static: bool = False):
     """Sliders for lam (log scale), r/sigma, K, L and seed, redrawing
     ``draw_quantization`` (needs a live kernel; returns an ipywidgets VBox). Opening it
     starts :func:`prepare` in a background thread (the box's ``prepare_thread``), so that
-    the first move to a new K does not wait for compilation."""
+    the first move to a new K does not wait for compilation. With ``static``, the box
+    together with its precomputed twin over :data:`STATIC_GRID`
+    (:func:`attnclust.widgets.static.explorer`): the live widget in Jupyter, the
+    precomputed sliders in the HTML book."""
+    box = _live_explorer()
+    if not static:
+        return box
+    from .static import explorer
+
+    return explorer("quantization", box, draw_quantization, STATIC_GRID, DEFAULTS, STATIC_ALT)
+
+
+def _live_explorer():
     import ipywidgets as w
     from IPython.display import display
 

@@ -9,10 +9,11 @@ page must show): a page whose source has mathematics must show typeset math, a p
 whose source has a {prf:theorem} must show a theorem, and so on. Conventions that
 chapter writers follow are in CONTRIBUTING.md ("Widgets in chapters", "Figures").
 
-The browser runs offline: pages are served from 127.0.0.1, MathJax 3 (which the pages
-load from a CDN) is served from a local copy (MATHJAX_WHEEL), and any other request to
-another host is answered with an empty body and recorded (visit.external). Images from
-other hosts are reported as problems: the book ships its own images.
+The browser runs offline: pages are served from 127.0.0.1 and load MathJax 3 from the
+build itself (sphinx-mathjax-offline); a build from before that (which loads MathJax from
+a CDN, measured by layout.py) gets it from the same installed package, and any other
+request to another host is answered with an empty body and recorded (visit.external).
+Images from other hosts are reported as problems: the book ships its own images.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import mimetypes
 import os
 import re
 import threading
-import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -35,14 +35,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTNCLUST_CHROMIUM", "/usr/bin/chromium")
-MATHJAX_WHEEL = Path(
-    os.environ.get(
-        "ATTNCLUST_MATHJAX_WHEEL",
-        REPO / ".venv" / "vendor" / "sphinx_mathjax_offline-0.0.2-py3-none-any.whl",
-    )
-)
 MATHJAX_CDN = re.compile(r"^https?://cdn\.jsdelivr\.net/npm/mathjax@3[^/]*/es5/([^?#]+)")
-MATHJAX_IN_WHEEL = "sphinx-mathjax-offline/static/mathjax/"
 SOURCE_SUFFIXES = (".md", ".ipynb", ".rst")
 PAGE_TIMEOUT_MS = 30_000
 MATH_TIMEOUT_MS = 20_000
@@ -251,29 +244,32 @@ def launch_browser(playwright):
     )
 
 
-class OfflineAssets:
-    """Answers the browser's requests to other hosts: MathJax from the local wheel, else empty."""
+def mathjax_dir() -> Path:
+    """MathJax 3 as the book ships it (the installed sphinx-mathjax-offline package)."""
+    import importlib.util
 
-    def __init__(self, wheel: Path = MATHJAX_WHEEL):
-        if not Path(wheel).is_file():
-            raise RuntimeError(
-                f"MathJax copy {wheel} is missing: run `make browser-deps` "
-                "(pip download sphinx-mathjax-offline==0.0.2)"
-            )
-        self._zip = zipfile.ZipFile(wheel)
-        self._names = set(self._zip.namelist())
-        self._lock = threading.Lock()
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("sphinx-mathjax-offline is not installed: run `make venv`")
+    return Path(spec.origin).parent / "static" / "mathjax"
+
+
+class OfflineAssets:
+    """Answers the browser's requests to other hosts: MathJax from the installed copy (for a
+    build that loads it from a CDN), anything else with an empty body."""
+
+    def __init__(self, root: Path | None = None):
+        self._root = (root or mathjax_dir()).resolve()
         self.stubbed: list[str] = []
 
     def body_for(self, url: str) -> bytes | None:
         m = MATHJAX_CDN.match(url)
         if not m:
             return None
-        name = MATHJAX_IN_WHEEL + m.group(1)
-        if name not in self._names:
+        path = (self._root / m.group(1)).resolve()
+        if self._root not in path.parents or not path.is_file():
             return None
-        with self._lock:
-            return self._zip.read(name)
+        return path.read_bytes()
 
     def handle(self, route) -> None:
         url = route.request.url

@@ -1,0 +1,53 @@
+"""The reader notebook edition of every chapter (loaded from _config.yml,
+sphinx.local_extensions).
+
+The page's download button offers ``_sources/<page>.ipynb``. The theme would copy it from
+the executed notebook (a MyST notebook whose text Jupyter cannot render: roles, directive
+fences, the book's macros, ``{glue:text}`` names), and only where launch buttons are
+configured. This extension offers it on every notebook page, and writes it once the build
+has finished: the reader edition (``attnclust.assignments.reader_notebook``):
+the same conversion to Jupyter Markdown as the student and instructor editions, with the
+numbers the build glued (myst-nb's ``<page>.glue.json``) in the text. The ``.md`` source
+stays the single source of truth; tests/test_book_offline.py checks a built one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _is_notebook(app, pagename: str) -> bool:
+    return "kernelspec" in app.env.metadata.get(pagename, {})
+
+
+def offer_notebook(app, pagename, templatename, context, doctree) -> None:
+    """Before the theme draws its header buttons: this page's download menu has an .ipynb."""
+    if _is_notebook(app, pagename):
+        context["ipynb_source"] = pagename + ".ipynb"
+
+
+def write_reader_notebooks(app, exc) -> None:
+    if exc is not None or app.builder.name != "html":
+        return
+    import nbformat
+
+    from attnclust.assignments import parse_chapter, reader_notebook
+
+    executed = Path(app.outdir).parent / "jupyter_execute"
+    for docname in sorted(app.env.found_docs):
+        source = Path(app.env.doc2path(docname))
+        target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+        if source.suffix != ".md" or not _is_notebook(app, docname):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        glue_file = executed / f"{docname}.glue.json"
+        glued = json.loads(glue_file.read_text()) if glue_file.is_file() else {}
+        bundles = {name: out.get("data", {}) for name, out in glued.items()}
+        nbformat.write(reader_notebook(parse_chapter(source), bundles), target)
+
+
+def setup(app):
+    app.connect("html-page-context", offer_notebook, priority=500)  # the theme's run at 501
+    app.connect("build-finished", write_reader_notebooks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,71 @@
+"""The explorers in the static HTML book, with no kernel and no network: every slider of
+every precomputed explorer (attnclust.widgets.static) is moved once, and the figure must
+change to the frame that the library draws for the new slider values (recomputed here by
+the same draw function, compared byte for byte)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import book_checks
+
+pytestmark = pytest.mark.browser
+REPO = book_checks.REPO
+PAGES = {"mixture": "chapters/mixtures", "quantization": "chapters/icq_experiments"}
+MAX_PAGE_BYTES = 5_000_000
+
+
+def _draw(name):
+    if name == "mixture":
+        from attnclust.widgets.mixture import draw_mixture
+        return draw_mixture
+    from attnclust.widgets.quantization import draw_quantization
+    return draw_quantization
+
+
+_STATE = """(name) => {
+  const root = document.querySelector(`.ac-static-explorer[data-explorer="${name}"]`);
+  if (!root) return null;
+  const spec = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
+  const idx = Array.from(root.querySelectorAll('input[type="range"]')).map(i => Number(i.value));
+  return {spec: {names: spec.names, sizes: spec.sizes, values: spec.values},
+          idx, src: root.querySelector('img').src};
+}"""
+
+_MOVE = """([name, i, k]) => {
+  const root = document.querySelector(`.ac-static-explorer[data-explorer="${name}"]`);
+  const input = root.querySelectorAll('input[type="range"]')[i];
+  input.value = String(k);
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  return root.querySelector('img').src;
+}"""
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, book_url, built_book):
+    from attnclust.widgets.static import frame_png
+
+    html = built_book / f"{PAGES[name]}.html"
+    assert html.stat().st_size <= MAX_PAGE_BYTES, f"{html.name}: {html.stat().st_size} bytes"
+    page, _ = book_checks.open_page(book_context, f"{book_url}{PAGES[name]}.html")
+    try:
+        state = page.evaluate(_STATE, name)
+        assert state, f"{PAGES[name]}.html has no static {name} explorer"
+        spec, idx = state["spec"], list(state["idx"])
+        draw = _draw(name)
+        src = state["src"]
+        for i, slider in enumerate(spec["names"]):
+            if spec["sizes"][i] < 2:
+                continue  # a slider the static grid keeps fixed
+            idx[i] = (idx[i] + 1) % spec["sizes"][i]
+            new = page.evaluate(_MOVE, [name, i, idx[i]])
+            assert new != src, f"moving {slider} did not change the figure"
+            point = {n: spec["values"][j][idx[j]] for j, n in enumerate(spec["names"])}
+            shown = base64.b64decode(new.split(",", 1)[1])
+            assert shown == frame_png(draw(**point)), f"{slider}: not the frame of {json.dumps(point)}"
+            src = new
+    finally:
+        page.close()

@@ -1,0 +1,74 @@
+"""The built book stands on its own: MathJax is served from the build (no CDN), and the
+launch and repository buttons appear only when a repository URL is configured
+(_config.yml's repository.url, _ext/launch_buttons.py); setup cells are collapsed
+(_ext/setup_cells.py).
+
+Two tiny books are built with the real _config.yml and _ext/ (one kernel each)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from test_book_build import ROOT, build, make_book
+
+pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+
+
+
+def math_book(root: Path) -> Path:
+    """A one-page book whose page has mathematics (Sphinx loads MathJax only there), a cell
+    that computes and one that only sets up."""
+    make_book(root, "print(1)")
+    page = root / "chapters" / "page.md"
+    page.write_text(page.read_text() + "\nThe risk $\\E\\|x - T(x)\\|^2$ in $\\R^d$.\n"
+                    "\n```{code-cell} python3\nimport math\n```\n"
+                    "\n```{code-cell} python3\nfrom myst_nb import glue\n"
+                    "glue('the_ratio', 2 / 3, display=False)\n```\n"
+                    "\nThe ratio is {glue:text}`the_ratio:.3f`.\n")
+    return root
+
+LAUNCH = re.compile(r"mybinder\.org|colab\.research\.google\.com|thebe-launch-button")
+
+
+def _page(root: Path) -> str:
+    return (root / "_build" / "html" / "chapters" / "page.html").read_text()
+
+
+def test_real_config_has_no_repository_and_serves_mathjax(tmp_path):
+    assert not yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    root = math_book(tmp_path)
+    r = build(root)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    html = _page(root)
+    scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', html)
+    assert scripts == ["../_static/mathjax/tex-chtml.js"], scripts
+    assert (root / "_build" / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert "cdn.jsdelivr.net" not in html
+    assert not LAUNCH.search(html), LAUNCH.search(html)
+    assert "github.com/" not in html  # no repository button either
+    # the setup cells (an import; a glue) are collapsed, the cell that prints is not
+    assert html.count("tag_hide-input") == 2 and "Show code cell source" in html
+    # the download button's notebook is the reader edition: values and roles resolved
+    assert 'href="../_sources/chapters/page.ipynb"' in html
+    reader = nbformat.read(root / "_build" / "html" / "_sources" / "chapters" / "page.ipynb", 4)
+    text = "\n".join(c.source for c in reader.cells if c.cell_type == "markdown")
+    assert "The ratio is 0.667." in text, text
+    assert "{glue" not in text and "Reader edition" in text
+    assert "\\newcommand{\\R}" in text  # the book's macros are defined
+
+
+def test_configured_repository_brings_the_buttons_back(tmp_path):
+    root = math_book(tmp_path)
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config["repository"]["url"] = "https://github.com/example/book"
+    (root / "_config.yml").write_text(yaml.safe_dump(config))
+    r = build(root)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    html = _page(root)
+    assert "mybinder.org/v2/gh/example/book/main" in html
+    assert "https://github.com/example/book" in html
