@@ -49,7 +49,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from . import results
+from . import _json
 from .stats import Interval, PairedDifference
 
 __all__ = [
@@ -257,9 +257,9 @@ def _plain(name: str, value: Any) -> Any:
     """``value`` as JSON data: numbers, strings, bools, None, lists and dicts of them,
     intervals and paired differences as their dicts, arrays of at most 64 numbers."""
     def special(x):
-        return x.as_dict() if isinstance(x, (Interval, PairedDifference)) else results.NOT_SPECIAL
+        return x.as_dict() if isinstance(x, (Interval, PairedDifference)) else _json.NOT_SPECIAL
 
-    return results.to_json(name, value, special=special, max_array=64,
+    return _json.to_json(name, value, special=special, max_array=64,
                            what="a number, string, interval or a list of them")
 
 
