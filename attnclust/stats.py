@@ -5,7 +5,9 @@ Three kinds of statement need three kinds of interval:
 
 - a frequency ("k of n seeds end aligned"): ``binomial_interval``, the exact
   (Clopper-Pearson) interval;
-- a mean over independent draws (seeds, prompts): ``mean_interval``, Student's t interval;
+- a mean over independent draws (seeds, prompts): ``mean_interval``, Student's t interval,
+  or ``percentile_interval``, a percentile bootstrap whose ends stay inside the range of the
+  draws (for a bounded score such as the adjusted Rand index, at most 1);
 - a paired comparison of two methods scored on the same prompts: ``paired_difference``,
   the mean of the per-prompt differences with a bootstrap (BCa) interval, and how many
   prompts each method wins.
@@ -30,7 +32,14 @@ from scipy import stats as _stats
 
 from . import _validate as v
 
-__all__ = ["Interval", "PairedDifference", "binomial_interval", "mean_interval", "paired_difference"]
+__all__ = [
+    "Interval",
+    "PairedDifference",
+    "binomial_interval",
+    "mean_interval",
+    "paired_difference",
+    "percentile_interval",
+]
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,45 @@ def mean_interval(x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.
     mean = float(np.mean(x))
     half = float(_stats.t.ppf(0.5 + level / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
     return Interval(mean, mean - half, mean + half, level, "t", int(x.size))
+
+
+def percentile_interval(
+    x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.95, n_resamples: int = 9_999, seed: int = 0
+) -> Interval:
+    """The mean of ``n`` independent draws with a percentile bootstrap interval
+    (``scipy.stats.bootstrap``, ``method="percentile"``, seeded).
+
+    The ends are quantiles of means of resampled draws, so they lie within
+    ``[min(x), max(x)]``: for a score bounded above (the adjusted Rand index is at most 1)
+    the interval respects the bound, where Student's t interval of ``mean_interval`` can
+    pass it when most draws sit at the bound.
+
+    Args:
+        x: ``(n,)`` the draws (one per seed or per prompt), finite, n >= 2.
+        level: the confidence level, in (0, 1).
+        n_resamples: bootstrap resamples, >= 1.
+        seed: the NumPy seed of the resampling.
+
+    Returns:
+        The ``Interval`` of the mean, method "bootstrap percentile". When every draw is equal
+        the interval has width 0.
+
+    Raises:
+        ValueError: ``x`` not one-dimensional, fewer than 2 draws, not finite; a bad
+            ``level`` or ``n_resamples``.
+    """
+    x = _sample("x", x)
+    if x.size < 2:
+        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
+    level = _level(level)
+    n_resamples = v.positive_int("n_resamples", n_resamples)
+    mean = float(np.mean(x))
+    if np.all(x == x[0]):
+        return Interval(mean, mean, mean, level, "bootstrap percentile", int(x.size))
+    res = _stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=n_resamples,
+                           method="percentile", random_state=np.random.default_rng(seed))
+    return Interval(mean, float(res.confidence_interval.low), float(res.confidence_interval.high), level,
+                    "bootstrap percentile", int(x.size))
 
 
 def _bootstrap_mean(x: np.ndarray, level: float, n_resamples: int, seed: int) -> tuple[float, float, str]:

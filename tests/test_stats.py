@@ -82,3 +82,29 @@ def test_interval_format_shows_estimate_and_interval():
     assert f"{iv.low:.2f}" == "0.98"
     with pytest.raises(ValueError, match="low must be <= high"):
         stats.Interval(1.0, 2.0, 1.0)
+
+
+def test_percentile_interval_is_scipy_percentile_and_stays_in_range():
+    # scores piled at the bound 1 (an ARI): the t interval passes 1, the percentile one does not
+    x = np.array([1.0] * 17 + [0.55, 0.8, 0.9])
+    iv = stats.percentile_interval(x)
+    ref = sps.bootstrap((x,), np.mean, method="percentile", n_resamples=9_999,
+                        random_state=np.random.default_rng(0)).confidence_interval
+    assert iv.estimate == pytest.approx(x.mean()) and iv.method == "bootstrap percentile" and iv.n == x.size
+    assert (iv.low, iv.high) == pytest.approx((ref.low, ref.high), rel=1e-6)   # the draws pass through float32
+    assert stats.mean_interval(x).high > 1 >= iv.high >= iv.estimate >= iv.low >= x.min()
+    assert stats.percentile_interval([0.5, 0.5, 0.5]).width == 0
+
+
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=30))
+def test_percentile_interval_within_the_draws(xs):
+    iv = stats.percentile_interval(xs, n_resamples=199)
+    x = np.asarray(xs, np.float32).astype(float)
+    assert x.min() - 1e-12 <= iv.low <= iv.high <= x.max() + 1e-12
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("x, kw", [([1.0], {}), ([[1.0, 2.0]], {}), ([1.0, np.nan], {}), ([1.0, 2.0], {"n_resamples": 0})])
+def test_percentile_interval_bad_input(x, kw):
+    with pytest.raises(ValueError):
+        stats.percentile_interval(x, **kw)

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 import numpy as np
 from jaxtyping import PRNGKeyArray
+from scipy import optimize
 
 from .. import symbolic
 from .. import _validate as v
@@ -173,7 +174,9 @@ def fixed_points_data(size: str = "small") -> dict:
     after 300 steps.
 
     Returns arrays ``lam``, ``split`` (n, 2) the fixed point reached from cluster 1's side,
-    ``merged`` (n, 2), ``iterated`` (m, 2) at the grid ``lam_iterated``, and ``lam_critical``.
+    ``merged`` (n, 2), ``iterated`` (m, 2) at the grid ``lam_iterated``, ``lam_critical``,
+    and ``lam_reach_r``, where the first coordinate of cluster 1's fixed point equals r
+    (a root of the scalar equation by ``scipy.optimize.brentq``).
     """
     _check_size(size)
     r, sigma = DEFAULT["r"], DEFAULT["sigma"]
@@ -188,17 +191,21 @@ def fixed_points_data(size: str = "small") -> dict:
             z = symbolic.identity_limit_float64(z, mu, [0.5, 0.5], sigma, float(lam))
         return z
 
+    lam_c = rows[0]["lam_critical"]
+    lam_r = optimize.brentq(lambda l: symbolic.identity_fixed_points(l, r, sigma)["split"][0] - r,
+                            lam_c * (1 + 1e-9), 0.999 / sigma**2, xtol=1e-13)
     return {"lam": lams, "split": np.array([row["split"] for row in rows]),
             "merged": np.array([row["merged"] for row in rows]),
             "lam_iterated": lam_it, "iterated": np.array([iterate(l) for l in lam_it]),
-            "lam_critical": rows[0]["lam_critical"], "r": r}
+            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r}
 
 
 @register("identity-fixed-points", chapter=CHAPTER)
 def fixed_points(size: str = "small") -> plt.Figure:
     """The pitchfork of the fixed points of Q_inf: both coordinates of the fixed point of
     cluster 1 against lam, the merged fixed point (dashed where unstable), the centroid's
-    coordinates r and 0, and the end points of iterated Q_inf from mu_1."""
+    coordinates r and 0, the end points of iterated Q_inf from mu_1, and the lam_r where the
+    first coordinate reaches r."""
     D = fixed_points_data(size)
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
     lam, lc = D["lam"], D["lam_critical"]
@@ -213,6 +220,8 @@ def fixed_points(size: str = "small") -> plt.Figure:
     ax.axhline(0, color="black", lw=0.8, ls=":")
     ax.axvline(lc, color="gray", lw=0.8)
     ax.annotate(r"$\lambda_c$", (lc, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -12))
+    ax.axvline(D["lam_reach_r"], color="C0", lw=0.8, ls="--", label=r"$\lambda_r$: the first coordinate reaches $r$")
+    ax.annotate(r"$\lambda_r$", (D["lam_reach_r"], ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -24))
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel("coordinate of the fixed point")
     ax.legend(frameon=False, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.06))
