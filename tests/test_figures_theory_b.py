@@ -109,3 +109,12 @@ def test_fixed_points_data_end_points_on_the_branch():
     interp = np.stack([np.interp(d["lam_iterated"], d["lam"], d["split"][:, k]) for k in range(2)], -1)
     np.testing.assert_allclose(d["iterated"][far], interp[far], atol=0.05)
     assert np.all(i > 0)
+
+
+def test_fixed_points_data_marks_where_the_first_coordinate_reaches_r():
+    d = fq.fixed_points_data()
+    lam_r = d["lam_reach_r"]
+    fp = sym.identity_fixed_points(lam_r, d["r"], 0.5)
+    assert fp["split"][0] == pytest.approx(d["r"], abs=1e-9) and lam_r > d["lam_critical"]
+    # on the plotted branch the first coordinate is below r before lam_r and above it after
+    assert np.all(d["split"][d["lam"] < lam_r, 0] < d["r"]) and np.all(d["split"][d["lam"] > lam_r, 0] > d["r"])
