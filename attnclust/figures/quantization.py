@@ -180,7 +180,11 @@ def fixed_points_data(size: str = "small") -> dict:
     """
     _check_size(size)
     r, sigma = DEFAULT["r"], DEFAULT["sigma"]
-    lams = np.linspace(0.05, 2.5, 70 if size == "small" else 350)
+    lam_c = 2 / (r**2 + 2 * sigma**2)
+    # a geometric grid just above lam_c resolves the square-root branch (it looks like a jump
+    # on an even grid)
+    near = lam_c * (1 + np.geomspace(1e-6, 0.5, 40 if size == "small" else 200))
+    lams = np.union1d(np.linspace(0.05, 2.5, 70 if size == "small" else 350), np.append(near, lam_c))
     rows = [symbolic.identity_fixed_points(l, r, sigma) for l in lams]
     lam_it = np.linspace(0.1, 2.4, 12 if size == "small" else 48)
     mu = np.array([[r, 0.0], [0.0, r]])
@@ -191,7 +195,6 @@ def fixed_points_data(size: str = "small") -> dict:
             z = symbolic.identity_limit_float64(z, mu, [0.5, 0.5], sigma, float(lam))
         return z
 
-    lam_c = rows[0]["lam_critical"]
     lam_r = optimize.brentq(lambda l: symbolic.identity_fixed_points(l, r, sigma)["split"][0] - r,
                             lam_c * (1 + 1e-9), 0.999 / sigma**2, xtol=1e-13)
     return {"lam": lams, "split": np.array([row["split"] for row in rows]),
@@ -207,7 +210,7 @@ def fixed_points(size: str = "small") -> plt.Figure:
     coordinates r and 0, the end points of iterated Q_inf from mu_1, and the lam_r where the
     first coordinate reaches r."""
     D = fixed_points_data(size)
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    fig, ax = plt.subplots(figsize=(8.4, 3.8))
     lam, lc = D["lam"], D["lam_critical"]
     stable = lam <= lc
     ax.plot(lam, D["split"][:, 0], "-", color="C0", label="fixed point of cluster 1: first coordinate")
@@ -224,6 +227,6 @@ def fixed_points(size: str = "small") -> plt.Figure:
     ax.annotate(r"$\lambda_r$", (D["lam_reach_r"], ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -24))
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel("coordinate of the fixed point")
-    ax.legend(frameon=False, fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.06))
+    ax.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
