@@ -306,9 +306,9 @@ STATIC_GRID = dict(lam=LAMS, r_over_sigma=(2.0, 4.0, 8.0), d=(DEFAULTS["d"],),
 """The slider values of the explorer in the static HTML book (every combination is drawn
 when the book is built, :mod:`attnclust.widgets.static`): every lam and initialisation and
 three separations, at the default d, L and seed; one compiled program and
-``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs`. Drawing a frame costs
-about as much as training its group's run (the figure's text layout), so the grid stays
-small: the build of the chapter pays for every frame."""
+``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs`. Drawing the frames
+costs about as much as training the groups (mostly the figure's text layout), and the
+chapter's build pays for both, so the grid stays small."""
 
 STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
               "the minibatch risk against the Adam step; right, the two heads' paths in the "
