@@ -75,7 +75,7 @@ class Grid:
 
 def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLOURS) -> bytes:
     """The figure as PNG bytes (what one frame of a static explorer shows), reduced to an
-    adaptive palette of ``colours`` colours (:data:`COLOURS`; 0: full colour).
+    adaptive palette of ``colours`` colours (``COLOURS`` by default; 0: full colour).
     Deterministic: the same figure gives the same bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
