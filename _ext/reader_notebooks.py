@@ -7,7 +7,10 @@ fences, the book's macros, ``{glue:text}`` names), and only where launch buttons
 configured. This extension offers it on every notebook page, and writes it once the build
 has finished: the reader edition (``attnclust.assignments.reader_notebook``):
 the same conversion to Jupyter Markdown as the student and instructor editions, with the
-numbers the build glued (myst-nb's ``<page>.glue.json``) in the text. The ``.md`` source
+numbers the build glued (myst-nb's ``<page>.glue.json``) in the text, and a first code cell
+that installs ``attnclust`` from the configured repository where it is missing (Colab).
+Where a repository is configured, the Binder and Colab buttons open this edition
+(_ext/launch_buttons.py). The ``.md`` source
 stays the single source of truth; tests/test_book_offline.py checks a built one.
 """
 
@@ -33,7 +36,9 @@ def write_reader_notebooks(app, exc) -> None:
     import nbformat
 
     from attnclust.assignments import parse_chapter, reader_notebook
+    from launch_buttons import configured_repository  # _ext/ is on the path (local_extensions)
 
+    repository = configured_repository(app.config.html_theme_options or {})
     executed = Path(app.outdir).parent / "jupyter_execute"
     for docname in sorted(app.env.found_docs):
         source = Path(app.env.doc2path(docname))
@@ -44,7 +49,7 @@ def write_reader_notebooks(app, exc) -> None:
         glue_file = executed / f"{docname}.glue.json"
         glued = json.loads(glue_file.read_text()) if glue_file.is_file() else {}
         bundles = {name: out.get("data", {}) for name, out in glued.items()}
-        nbformat.write(reader_notebook(parse_chapter(source), bundles), target)
+        nbformat.write(reader_notebook(parse_chapter(source), bundles, repository), target)
 
 
 def setup(app):

@@ -8,13 +8,16 @@ Two tiny books are built with the real _config.yml and _ext/ (one kernel each)."
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
+from attnclust.assignments import install_cell_source
 from test_book_build import ROOT, build, make_book
+from test_reader_paths import binder_target
 
 pytestmark = [pytest.mark.slow, pytest.mark.kernel]
 
@@ -72,3 +75,14 @@ def test_configured_repository_brings_the_buttons_back(tmp_path):
     html = _page(root)
     assert "mybinder.org/v2/gh/example/book/main" in html
     assert "https://github.com/example/book" in html
+    # Binder and Colab open the page's reader edition on the built site's branch
+    links = {text: unescape(url) for url, text in re.findall(
+        r'<a href="([^"]*)"[^>]*title="Launch on (Binder|Colab)"', html)}
+    assert links["Colab"] == ("https://colab.research.google.com/github/example/book/blob/"
+                              "gh-pages/_sources/chapters/page.ipynb"), links
+    assert binder_target(links["Binder"])[1] == {
+        "repo": "https://github.com/example/book", "branch": "gh-pages",
+        "urlpath": "lab/tree/book/_sources/chapters/page.ipynb"}
+    reader = nbformat.read(root / "_build" / "html" / "_sources" / "chapters" / "page.ipynb", 4)
+    first_code = next(c for c in reader.cells if c.cell_type == "code")
+    assert first_code.source == install_cell_source("https://github.com/example/book")

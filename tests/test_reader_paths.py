@@ -5,14 +5,28 @@ configuration. Static checks; the browser checks run JupyterLab itself
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import pytest
 import yaml
 
+from attnclust.assignments import install_cell_source
+
 ROOT = Path(__file__).resolve().parents[1]
+REPO = "https://github.com/example/book"
+
+
+def _launch_buttons():
+    spec = importlib.util.spec_from_file_location("launch_buttons", ROOT / "_ext" / "launch_buttons.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_citation_matches_the_package():
@@ -49,6 +63,99 @@ def test_binder_installs_the_package_and_the_settings():
     post = ROOT / "binder" / "postBuild"
     assert post.stat().st_mode & 0o111, "postBuild must be executable"
     text = post.read_text()
-    assert "pip install --no-deps ." in text and "jupyter/overrides.json" in text
+    assert "pip install --no-deps --editable ." in text and "jupyter/overrides.json" in text
+    assert "nbgitpuller" in (ROOT / "binder" / "requirements.txt").read_text()
     r = subprocess.run(["bash", "-n", str(post)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def binder_target(url: str) -> tuple[str, dict]:
+    """(the repository path Binder builds, nbgitpuller's arguments) of a Binder link."""
+    parts = urlsplit(url)
+    pull = urlsplit(parse_qs(parts.query)["urlpath"][0])
+    assert pull.path == "git-pull", url
+    return parts.path, {k: v[0] for k, v in parse_qs(pull.query).items()}
+
+
+def test_binder_and_colab_open_the_reader_edition():
+    links = _launch_buttons().reader_edition_links(REPO + ".git/", "chapters/mixtures",
+                                                   branch="dev", site_branch="site")
+    assert links["Colab"] == ("https://colab.research.google.com/github/example/book/blob/site/"
+                              "_sources/chapters/mixtures.ipynb")
+    path, pull = binder_target(links["Binder"])
+    assert links["Binder"].startswith("https://mybinder.org/v2/gh/example/book/dev?urlpath=")
+    assert pull == {"repo": REPO, "branch": "site",
+                    "urlpath": "lab/tree/book/_sources/chapters/mixtures.ipynb"}
+
+
+@pytest.mark.parametrize("url", ["https://gitlab.com/example/book", "github.com/example/book",
+                                 "https://github.com/example", "https://github.com/a/b/tree/x"])
+def test_a_repository_colab_cannot_open_is_refused(url):
+    with pytest.raises(ValueError, match="repository.url"):
+        _launch_buttons().github_parts(url)
+
+
+class _App:
+    """What point_at_reader_edition reads of a Sphinx application."""
+
+    def __init__(self, url):
+        options = {"repository_url": url, "repository_branch": "main",
+                   "launch_buttons": {"binderhub_url": "https://mybinder.org",
+                                      "colab_url": "https://colab.research.google.com"}}
+        self.config = type("Config", (), {"html_theme_options": options,
+                                          "attnclust_site_branch": "gh-pages"})()
+
+
+def _theme_buttons():
+    """The header buttons as sphinx-book-theme makes them (a group of launch links)."""
+    return [{"type": "group", "buttons": [
+        {"type": "link", "text": "Binder", "url": "https://mybinder.org/v2/gh/example/book/main"
+                                                  "?urlpath=lab/tree/chapters/page.md"},
+        {"type": "link", "text": "Colab", "url": "https://colab.research.google.com/github/"
+                                                 "example/book/blob/main/chapters/page.md"},
+        {"type": "javascript", "text": "Live Code", "javascript": "initThebeSBT()"}]}]
+
+
+def test_the_theme_buttons_are_pointed_at_the_reader_edition():
+    lb = _launch_buttons()
+    context = {"header_buttons": _theme_buttons()}
+    lb.point_at_reader_edition(_App(REPO), "chapters/page", "page.html", context, None)
+    binder, colab, live = context["header_buttons"][0]["buttons"]
+    assert colab["url"].endswith("/example/book/blob/gh-pages/_sources/chapters/page.ipynb")
+    assert binder_target(binder["url"])[1]["urlpath"] == "lab/tree/book/_sources/chapters/page.ipynb"
+    assert live == _theme_buttons()[0]["buttons"][2]
+    untouched = {"header_buttons": _theme_buttons()}  # no repository: nothing to point at
+    lb.point_at_reader_edition(_App(""), "chapters/page", "page.html", untouched, None)
+    assert untouched["header_buttons"] == _theme_buttons()
+
+
+def _run_install_cell(source, monkeypatch, missing):
+    """Run an install cell as IPython would (magics transformed), with ``attnclust``
+    importable or (``missing``) not; returns the shell commands and magics it ran."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    ran = []
+
+    class Shell:
+        def system(self, cmd):
+            ran.append(("!", cmd))
+
+        def run_line_magic(self, name, line):
+            ran.append((name, line))
+            monkeypatch.delitem(sys.modules, "attnclust")  # "installed": importable again
+
+    if missing:
+        monkeypatch.setitem(sys.modules, "attnclust", None)  # import attnclust fails
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    exec(TransformerManager().transform_cell(source), {"get_ipython": Shell})
+    return ran
+
+
+def test_the_reader_editions_first_cell_installs_attnclust_only_where_missing(monkeypatch):
+    source = install_cell_source(REPO)
+    assert _run_install_cell(source, monkeypatch, missing=False) == []
+    assert _run_install_cell(source, monkeypatch, missing=True) == [
+        ("!", f"git clone --depth 1 {REPO} attnclust-book"),
+        ("pip", "install --quiet --editable attnclust-book")]
+    with pytest.raises(ModuleNotFoundError, match="clone of the book"):
+        _run_install_cell(install_cell_source(""), monkeypatch, missing=True)

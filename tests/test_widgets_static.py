@@ -83,3 +83,22 @@ def test_mixture_explorer_frames_come_from_draw_mixture(monkeypatch):
     bundle = wm.mixture_explorer(static=True)._repr_mimebundle_()
     frames = _spec(bundle["text/html"])["frames"]
     assert base64.b64decode(frames[1]) == frame_png(wm.draw_mixture(**{**wm.DEFAULTS, "seed": 1}))
+
+
+@pytest.mark.slow
+def test_training_explorer_frames_come_from_the_group_runs(monkeypatch):
+    """The static training explorer: one frame per grid point, in grid order, each the
+    figure that ``draw_training(batched=True)`` draws there (a one-group grid: cheap)."""
+    from attnclust.widgets import training as wt
+
+    monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
+    grid = dict(lam=(1.0, 2.0), r_over_sigma=(4.0,), d=(2,), L=(20,), seed=(0,), init=("close",))
+    monkeypatch.setattr(wt, "STATIC_GRID", grid)
+    monkeypatch.setitem(wt.DEFAULTS, "d", 2)
+    monkeypatch.setitem(wt.DEFAULTS, "L", 20)
+    monkeypatch.setitem(wt.DEFAULTS, "init", "close")
+    both = wt.training_explorer(static=True)
+    frames = _spec(both._repr_mimebundle_()["text/html"])["frames"]
+    assert len(frames) == 2 and frames[0] != frames[1]
+    point = dict(lam=2.0, r_over_sigma=4.0, d=2, L=20, seed=0, init="close")
+    assert base64.b64decode(frames[1]) == frame_png(wt.draw_training(**point, batched=True))

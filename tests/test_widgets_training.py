@@ -99,6 +99,22 @@ def test_on_demand_run_is_the_group_run():
 
 
 @pytest.mark.slow
+def test_batched_draw_is_the_group_run():
+    """``draw_training(batched=True)`` (the static explorer's frames) draws run
+    ``LAMS.index(lam) * N_SEEDS + seed`` of the group computation, exactly."""
+    r_over_sigma, d, L, init = 4.0, 2, 20, "close"  # the group of the test above (cached)
+    group = wt.training_runs(r_over_sigma, d, L, init)
+    mu = orthogonal_mixture(K=2, d=d, r=2.0, sigma=1.0).centroids
+    lam, seed = wt.LAMS[2], 1
+    j = wt.LAMS.index(lam) * wt.N_SEEDS + seed
+    fig = wt.draw_training(lam, r_over_sigma, d, L, seed, init, batched=True)
+    cos = [np.asarray(ln.get_ydata()) for ln in _axis(fig, "|cos|").get_lines()]
+    np.testing.assert_array_equal(np.stack(cos, axis=1), alignment(group.thetas[j], mu))
+    np.testing.assert_array_equal(_axis(fig, "minibatch risk").get_lines()[0].get_ydata(),
+                                  group.risk[j])
+
+
+@pytest.mark.slow
 def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""

@@ -39,7 +39,8 @@ from pathlib import Path
 
 _EXPORTS = {
     "autograder_material": "editions", "instructor_notebook": "editions",
-    "reader_notebook": "editions", "student_notebook": "editions", "write_editions": "editions",
+    "reader_notebook": "editions", "install_cell_source": "editions",
+    "student_notebook": "editions", "write_editions": "editions",
     "ExerciseGrade": "grading", "GradingError": "grading", "check_output_path": "grading",
     "discover_submissions": "grading", "grade_notebook": "grading",
     "grade_notebooks": "grading", "grade_submissions": "grading",

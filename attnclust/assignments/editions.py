@@ -32,7 +32,8 @@ from .markdown import References, to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
-           "instructor_notebook", "reader_notebook", "student_notebook", "write_editions"]
+           "install_cell_source", "instructor_notebook", "reader_notebook", "student_notebook",
+           "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -187,14 +188,37 @@ READER_NOTE = ("*Reader edition of the chapter `{stem}` of the attnclust book*, 
                "follow each exercise.")
 
 
-def reader_notebook(chapter: Chapter, glued: dict[str, dict]) -> nbformat.NotebookNode:
-    """The chapter as a notebook for reading and running (the download button of each page,
-    chapter "Preface"): the instructor edition's Markdown, with the numbers the build glued
-    (``glued``: name -> MIME bundle, as myst-nb writes ``<page>.glue.json``) in the text."""
+def install_cell_source(repository: str = "") -> str:
+    """The first code cell of a reader edition: nothing where ``attnclust`` imports (a clone
+    with ``make lab``, Binder); elsewhere (Colab) it clones the book's ``repository`` (a git
+    URL) into ``attnclust-book`` and installs it there, editable, so that the package finds
+    the committed results at the clone's root. With no repository it says where to run."""
+    if repository:
+        fetch = (f"    !git clone --depth 1 {repository} attnclust-book\n"
+                 "    %pip install --quiet --editable attnclust-book\n"
+                 "    import sys\n"
+                 "    sys.path.insert(0, 'attnclust-book')  # this kernel sees the clone now\n"
+                 "    import attnclust")
+    else:
+        fetch = ('    raise ModuleNotFoundError("attnclust is not installed: run this notebook '
+                 'from a clone of the book\'s repository (make lab)") from None')
+    return ("# Colab, or any Python without attnclust: install the book's package first.\n"
+            f"try:\n    import attnclust\nexcept ModuleNotFoundError:\n{fetch}")
+
+
+def reader_notebook(chapter: Chapter, glued: dict[str, dict],
+                    repository: str = "") -> nbformat.NotebookNode:
+    """The chapter as a notebook for reading and running (the download button of each page
+    and the launch buttons, chapter "Preface"): the instructor edition's Markdown, with the
+    numbers the build glued (``glued``: name -> MIME bundle, as myst-nb writes
+    ``<page>.glue.json``) in the text, and a first code cell that installs ``attnclust``
+    from ``repository`` where it is missing (:func:`install_cell_source`)."""
     refs = replace(chapter.refs or References(), glued=dict(glued))
     nb = _assemble(replace(chapter, refs=refs), student=False)
     macros = refs.macro_definitions()
     nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
+    nb.cells.insert(1, _code_cell(install_cell_source(repository),
+                                  extra_meta={"attnclust": {"install": True}}))
     return nb
 
 

@@ -7,7 +7,7 @@
 
 Each explorer's update callback is a plain library function (tested) that redraws a
 matplotlib figure from slider values; the chapters show that figure statically above the
-widget, and call the mixture and quantization explorers with ``static=True`` so that HTML
+widget, and call every explorer with ``static=True`` so that HTML
 readers also get sliders that work without a kernel (``widgets.static``: the figure
 precomputed over a grid of the sliders' values). Names are resolved lazily from the
 submodules, so ``attnclust.widgets.mixture_explorer`` works without importing ipywidgets

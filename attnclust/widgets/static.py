@@ -31,6 +31,12 @@ __all__ = ["Grid", "StaticExplorer", "explorer", "frame_png", "render_frames"]
 DPI = 64
 """Resolution of the frames (the live explorers draw at the notebook's default)."""
 
+COLOURS = 128
+"""Colours of a frame's palette: a frame is the figure's PNG reduced to an adaptive palette
+of this many colours (median cut), about three times lighter than the full-colour PNG
+(the training explorer's frame: 43 kB -> 14 kB) and not visibly different for these
+line and scatter plots; 0 keeps the full-colour PNG."""
+
 
 @dataclass(frozen=True)
 class Grid:
@@ -67,11 +73,20 @@ class Grid:
         return n
 
 
-def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI) -> bytes:
-    """The figure as PNG bytes (what one frame of a static explorer shows)."""
+def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLOURS) -> bytes:
+    """The figure as PNG bytes (what one frame of a static explorer shows), reduced to an
+    adaptive palette of ``colours`` colours (``COLOURS`` by default; 0: full colour).
+    Deterministic: the same figure gives the same bytes."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return buf.getvalue()
+    if not colours:
+        return buf.getvalue()
+    from PIL import Image
+
+    image = Image.open(buf).convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def render_frames(draw: Callable[..., matplotlib.figure.Figure], grid: Grid,

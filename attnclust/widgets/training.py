@@ -16,12 +16,17 @@ every move trains exactly the run it shows, on demand (:func:`training_run`, cac
   the nine programs of ``DIMS`` x ``LENGTHS`` (and the initialisations of every d), and
   :func:`training_explorer` starts it in a background thread when the explorer opens, so
   that a reader's moves do not wait for compilation.
+
+In the static HTML book (``training_explorer(static=True)``, :mod:`attnclust.widgets.static`)
+there is no kernel to train on demand: the frames over :data:`STATIC_GRID` are drawn from
+the group computations :func:`training_runs` (``draw_training(..., batched=True)``), one
+``fit_many`` call per (r/sigma, d, L, init) of the grid that trains every (lam, seed) of it.
 """
 
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import jax
 import matplotlib.figure
@@ -141,6 +146,16 @@ def _run_curves(r_over_sigma, d, L, init, lam, seed):
     return _curves_of(training_run(lam, r_over_sigma, d, L, seed, init), d)
 
 
+@lru_cache(maxsize=256)
+def _group_curves(r_over_sigma, d, L, init, lam, seed):
+    """:func:`_curves_of` run ``LAMS.index(lam) * N_SEEDS + seed`` of :func:`training_runs`
+    (cached)."""
+    group, i = training_runs(r_over_sigma, d, L, init), LAMS.index(lam) * N_SEEDS + seed
+    run = FitResult(theta=group.theta[i], steps=group.steps, risk=group.risk[i],
+                    thetas=group.thetas[i], theta0=group.theta0[i])
+    return _curves_of(run, d)
+
+
 def _prepare_jobs() -> list[tuple[int, int, str]]:
     """(d, L, init) of :func:`prepare`'s runs, so that every (d, L) and every (d, init) is
     compiled, in the order a reader's first moves need them: the defaults' d with every
@@ -231,6 +246,7 @@ def draw_training(
     seed: int = DEFAULTS["seed"],
     init: str = DEFAULTS["init"],
     fig: matplotlib.figure.Figure | None = None,
+    batched: bool = False,
 ) -> matplotlib.figure.Figure:
     """Draw one training run: ``|cos|`` of each head with its matched centroid and the minibatch
     risk against the step (left), and the heads' paths in the plane of the two centroids
@@ -239,12 +255,17 @@ def draw_training(
 
     Draws into a new figure, or into ``fig`` when given: a figure this function drew before
     keeps its axes and artists and only gets new data (fast, for the widget); any other
-    figure is cleared first."""
+    figure is cleared first.
+
+    With ``batched``, the run is taken from its group computation :func:`training_runs`
+    (the same run up to float rounding; one ``fit_many`` call trains every (lam, seed)
+    of the grids at once): what the static explorer precomputes."""
     lam = _snap(lam, LAMS)
     r_over_sigma = _snap(r_over_sigma, SEPARATIONS)
     d, L, seed = int(d), int(L), int(seed)
     _check(d, L, seed, init)
-    steps, cos, risk, thetas = _run_curves(r_over_sigma, d, L, init, lam, seed)
+    curves = _group_curves if batched else _run_curves
+    steps, cos, risk, thetas = curves(r_over_sigma, d, L, init, lam, seed)
     X, labels = _tokens(r_over_sigma, d)
     if fig is None:
         fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
@@ -280,14 +301,42 @@ def draw_training(
     return fig
 
 
-def training_explorer():
+STATIC_GRID = dict(lam=LAMS, r_over_sigma=(2.0, 4.0, 8.0), d=(DEFAULTS["d"],),
+                   L=(DEFAULTS["L"],), seed=(DEFAULTS["seed"],), init=INITS)
+"""The slider values of the explorer in the static HTML book (every combination is drawn
+when the book is built, :mod:`attnclust.widgets.static`): every lam and initialisation and
+three separations, at the default d, L and seed; one compiled program and
+``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs`. Drawing the frames
+costs about as much as training the groups (mostly the figure's text layout), and the
+chapter's build pays for both, so the grid stays small."""
+
+STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
+              "the minibatch risk against the Adam step; right, the two heads' paths in the "
+              "plane of the centroids over a cloud of tokens; the title gives the slider values.")
+
+
+def training_explorer(static: bool = False):
     """The explorer: sliders lam, r/sigma, d, L, seed, and the initialisation regime.
 
     Returns an ``ipywidgets.VBox``; its ``figure`` attribute is the matplotlib figure that
     every move redraws through :func:`draw_training`, ``sliders`` maps names to controls,
     ``prepare_thread`` is the background thread of :func:`prepare` (started once the
     figure at the defaults is drawn, so that later moves do not wait for compilation).
+    With ``static``, the box together with its precomputed twin over :data:`STATIC_GRID`
+    (:func:`attnclust.widgets.static.explorer`, frames by ``draw_training(batched=True)``):
+    the live widget in Jupyter, the precomputed sliders in the HTML book.
     """
+    box = _live_explorer()
+    if static:  # the frames first: the background compilation would compete with them
+        from .static import explorer
+
+        both = explorer("training", box, partial(draw_training, batched=True), STATIC_GRID,
+                        DEFAULTS, STATIC_ALT)
+    box.prepare_thread = prepare_in_background()
+    return both if static else box
+
+
+def _live_explorer():
     import ipywidgets as w
     from IPython.display import display
 
@@ -317,10 +366,10 @@ def training_explorer():
                           w.VBox([c["d"], c["L"]])]), c["init"], out, wired])
     box.figure = fig
     box.sliders = controls
-    box.prepare_thread = prepare_in_background()
     return box
 
 
 __all__ = ["LAMS", "SEPARATIONS", "DIMS", "LENGTHS", "N_SEEDS", "DEFAULTS", "BUDGET", "SEED0",
+           "STATIC_GRID", "STATIC_ALT",
            "training_runs", "training_run", "run_key", "prepare", "prepare_in_background",
            "draw_training", "training_explorer"]

@@ -6,6 +6,7 @@ the same draw function, compared byte for byte)."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 
 import pytest
@@ -14,14 +15,19 @@ import book_checks
 
 pytestmark = pytest.mark.browser
 REPO = book_checks.REPO
-PAGES = {"mixture": "chapters/mixtures", "quantization": "chapters/icq_experiments"}
+PAGES = {"mixture": "chapters/mixtures", "quantization": "chapters/icq_experiments",
+         "training": "chapters/training_dynamics"}
 MAX_PAGE_BYTES = 5_000_000
 
 
 def _draw(name):
+    """The function that drew the frames of explorer ``name`` (its ``static=True`` call)."""
     if name == "mixture":
         from attnclust.widgets.mixture import draw_mixture
         return draw_mixture
+    if name == "training":
+        from attnclust.widgets.training import draw_training
+        return functools.partial(draw_training, batched=True)  # the runs of the group calls
     from attnclust.widgets.quantization import draw_quantization
     return draw_quantization
 
