@@ -3,7 +3,8 @@
 
 The clean build runs in a fresh copy of the repository with no _build (by default the
 committed tree, ``git archive HEAD``, which is what a fresh clone builds; ``--worktree``
-copies the working tree instead), with the same command as ``make book``:
+copies the working tree instead), with the same command as ``make book`` (and its
+environment: ``make bench-book`` passes the Makefile's XLA_FLAGS on):
 ``scripts/book_cache.py`` then ``jupyter-book build . --builder html -W -n --keep-going``.
 The cached rebuild is the same command again in the same copy. Each time is recorded with
 the machine's load averages before and after, since other processes slow a build.

@@ -274,8 +274,15 @@ SHARDED = textwrap.dedent(
 )
 
 
+def _with_devices(n: int) -> dict:
+    """The environment of a subprocess with n CPU devices (keeping the XLA flags the tests
+    already run with, see conftest.py)."""
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={n}"
+    return dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
+
+
 def _run_with_devices(n):
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
+    env = _with_devices(n)
     out = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -313,7 +320,7 @@ def test_fit_many_sharded_over_four_devices_matches_one():
 @pytest.mark.slow
 def test_seed_sharding_is_used_with_several_devices():
     code = "import jax; from attnclust.train import _seed_sharding; s = _seed_sharding(8); print(s is not None and len(s.device_set))"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    env = _with_devices(4)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "4"
 
