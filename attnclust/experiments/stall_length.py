@@ -31,7 +31,7 @@ SIZES: dict[str, dict] = {
     # tests: every code path, tiny
     "small": dict(L=25, seeds=2, steps={"small": 8, "long": 40}),
 }
-"""The prompt length, seeds and steps per budget (None: the budget's own)."""
+"""The prompt length, the seeds, and the steps of each budget (the budget's own where None)."""
 
 
 def close_at(L: int, budget: str, seeds: int, steps: int | None = None) -> Runs:
