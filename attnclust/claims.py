@@ -29,6 +29,11 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
   ``excludes`` or ``holds_if``: "holds", "approx" (holds approximately; the verdict says by
   how much), "fails" (does not hold) or "open" (the evidence cannot decide, for instance an
   interval that straddles the bound).
+- **One rule for "approximately"** (``margin``): a claim stated with ``approx=True`` holds
+  approximately when it holds once its bound is relaxed by ``RELATIVE_MARGIN`` (10%) of the
+  bound's own size, ``|bound|`` (for ``close_to``: its tolerance widened by 10% of
+  ``|target|``), judged by the same standard of evidence as "holds" (for a statistic, its
+  whole interval). No claim picks its own margin; a bound of 0 (a sign) has none.
 - ``expect`` is the verdict the prose is written for ("holds" by default). When the evidence
   gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
   build, as for any failing cell. A prose that says something does *not* hold states the
@@ -53,13 +58,17 @@ from . import _json
 from .stats import Interval, PairedDifference
 
 __all__ = [
-    "PAPER", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least", "at_most", "claim",
-    "close_to", "excludes", "holds_if",
+    "PAPER", "RELATIVE_MARGIN", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least",
+    "at_most", "claim", "close_to", "excludes", "holds_if", "margin",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
 """The four verdicts; the Claims page words them as holds, holds approximately, does not
 hold and open."""
+
+RELATIVE_MARGIN = 0.1
+"""The book's one margin for "holds approximately", as a fraction of the size of the claim's
+own bound (see ``margin``)."""
 
 PAPER: dict[str, str] = {
     "alignment": (
@@ -126,9 +135,7 @@ def _number(name: str, value: Any) -> float:
     return value
 
 
-def _tolerance(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
+def _tolerance(name: str, value: Any) -> float:
     value = _number(name, value)
     if value < 0:
         raise ValueError(f"{name} must be >= 0, got {name}={value!r}")
@@ -150,41 +157,65 @@ def holds_if(condition: bool, detail: str = "") -> Verdict:
     return Verdict("holds", "") if condition else Verdict("fails", detail)
 
 
+def margin(bound: float) -> float:
+    """The margin by which a claim stated with ``approx=True`` may miss its bound and still
+    hold approximately: ``RELATIVE_MARGIN * |bound|`` (10% of the bound's size).
+
+    It is the book's only such margin: ``at_least`` and ``at_most`` relax their bound by it
+    and ``close_to`` widens its tolerance by the margin of its target, and the relaxed claim
+    is judged by the same standard of evidence as the claim itself (a statistic's whole
+    interval). A bound of 0 has no margin: a sign holds or it does not.
+    """
+    return RELATIVE_MARGIN * abs(_number("bound", bound))
+
+
+def _flag(approx: Any) -> bool:
+    if not isinstance(approx, (bool, np.bool_)):
+        raise TypeError(f"approx must be True or False (the margin is the ledger's one rule, "
+                        f"claims.margin), got approx={approx!r}")
+    return bool(approx)
+
+
 def _one_sided(value: Value, bound: Any, approx: Any, sign: int) -> Verdict:
     """at_least (sign = +1) or at_most (sign = -1)."""
     bound = _number("bound", bound)
-    approx = _tolerance("approx", approx)
+    m = margin(bound) if _flag(approx) else None
     word = ">=" if sign > 0 else "<="
     if isinstance(value, Interval):
         near, far = (value.low, value.high) if sign > 0 else (value.high, value.low)
         if sign * (near - bound) >= 0:
             return Verdict("holds", f"the whole interval is {word} {_g(bound)}")
-        if sign * (far - bound) < 0:
-            if approx is not None and sign * (value.estimate - bound) >= -approx:
-                return Verdict("approx", f"estimate {_g(value.estimate)}, short of {_g(bound)} "
-                                         f"by {_g(abs(value.estimate - bound))}")
-            return Verdict("fails", f"the whole interval is on the wrong side of {_g(bound)}")
-        return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} contains {_g(bound)}")
+        if m is not None and m > 0 and sign * (near - bound) >= -m:
+            return Verdict("approx", f"the whole interval is {word} {_g(bound - sign * m)}, within the "
+                                     f"{RELATIVE_MARGIN:.0%} margin of {_g(bound)}; estimate "
+                                     f"{_g(value.estimate)}")
+        edge = bound if m is None else bound - sign * m
+        if sign * (far - edge) < 0:
+            return Verdict("fails", f"the whole interval is on the wrong side of {_g(edge)}")
+        return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} contains {_g(edge)}")
     x = _number("value", value)
     if sign * (x - bound) >= 0:
         return Verdict("holds", f"{_g(x)} {word} {_g(bound)}")
-    if approx is not None and sign * (x - bound) >= -approx:
-        return Verdict("approx", f"{_g(x)}, short of {_g(bound)} by {_g(abs(x - bound))}")
+    if m is not None and sign * (x - bound) >= -m:
+        return Verdict("approx", f"{_g(x)}, short of {_g(bound)} by {_g(abs(x - bound))} (margin "
+                                 f"{_g(m)}, {RELATIVE_MARGIN:.0%} of the bound)")
     return Verdict("fails", f"{_g(x)} is not {word} {_g(bound)}")
 
 
-def at_least(value: Value, bound: float, *, approx: float | None = None) -> Verdict:
+def at_least(value: Value, bound: float, *, approx: bool = False) -> Verdict:
     """Whether ``value >= bound``.
 
-    For a number: "holds" when it is, "approx" when it is short by at most ``approx``,
-    else "fails". For an ``Interval``: "holds" when the whole interval is >= ``bound``,
-    "fails" when the whole interval is below it (or "approx" when the estimate is short by
-    at most ``approx``), and "open" when the interval contains ``bound``.
+    For a number: "holds" when it is, else "fails", or "approx" with ``approx=True`` when it
+    is short by at most ``margin(bound)``. For an ``Interval``: "holds" when the whole
+    interval is >= ``bound``; with ``approx=True``, "approx" when the whole interval is >=
+    ``bound - margin(bound)``; "fails" when the whole interval is below the (relaxed) bound,
+    and "open" when it contains it.
 
     Args:
         value: the measured number, or a statistic with its interval.
         bound: the threshold.
-        approx: the shortfall still called "holds approximately"; None: no such band.
+        approx: whether the claim may hold approximately, by the ledger's one margin
+            (``margin``).
 
     Returns:
         The ``Verdict``.
@@ -192,50 +223,53 @@ def at_least(value: Value, bound: float, *, approx: float | None = None) -> Verd
     return _one_sided(value, bound, approx, +1)
 
 
-def at_most(value: Value, bound: float, *, approx: float | None = None) -> Verdict:
+def at_most(value: Value, bound: float, *, approx: bool = False) -> Verdict:
     """Whether ``value <= bound``: ``at_least`` with the inequality reversed."""
     return _one_sided(value, bound, approx, -1)
 
 
-def close_to(value: Value, target: float, *, tol: float, approx: float | None = None) -> Verdict:
+def close_to(value: Value, target: float, *, tol: float, approx: bool = False) -> Verdict:
     """Whether ``value`` equals ``target`` within ``tol``.
 
-    For a number: "holds" when ``|value - target| <= tol``, "approx" when it is within
-    ``approx`` (> ``tol``), else "fails". For an ``Interval``: "holds" when the whole interval
-    lies within ``tol`` of ``target``, "fails" when none of it does (or "approx" when the
-    estimate is within ``approx``), and "open" otherwise.
+    For a number: "holds" when ``|value - target| <= tol``, else "fails", or "approx" with
+    ``approx=True`` when it is within ``tol + margin(target)``. For an ``Interval``: "holds"
+    when the whole interval lies within ``tol`` of ``target``; with ``approx=True``, "approx"
+    when it lies within ``tol + margin(target)``; "fails" when none of it lies within that
+    band (``tol`` without ``approx``), and "open" otherwise.
 
     Args:
         value: the measured number, or a statistic with its interval.
         target: the predicted value.
         tol: the agreement the claim asserts, >= 0.
-        approx: the looser agreement still called "holds approximately"; None: no such band.
+        approx: whether the claim may hold approximately, its tolerance widened by the
+            ledger's one margin of the target (``margin``).
 
     Returns:
         The ``Verdict``.
     """
     target = _number("target", target)
     tol = _tolerance("tol", tol)
-    approx = _tolerance("approx", approx)
-    if approx is not None and approx < tol:
-        raise ValueError(f"approx must be >= tol, got approx={approx!r}, tol={tol!r}")
+    band = tol + margin(target) if _flag(approx) else None
     if isinstance(value, Interval):
         lo, hi = value.low - target, value.high - target
         if -tol <= lo and hi <= tol:
             return Verdict("holds", f"the interval lies within {_g(tol)} of {_g(target)}")
-        if lo > tol or hi < -tol:
-            off = abs(value.estimate - target)
-            if approx is not None and off <= approx:
-                return Verdict("approx", f"estimate off by {_g(off)} (tolerance {_g(tol)})")
-            return Verdict("fails", f"the interval lies more than {_g(tol)} from {_g(target)}")
+        if band is not None and band > tol and -band <= lo and hi <= band:
+            return Verdict("approx", f"the interval lies within {_g(band)} of {_g(target)} (tolerance "
+                                     f"{_g(tol)} and the {RELATIVE_MARGIN:.0%} margin); estimate off by "
+                                     f"{_g(abs(value.estimate - target))}")
+        edge = tol if band is None else band
+        if lo > edge or hi < -edge:
+            return Verdict("fails", f"the interval lies more than {_g(edge)} from {_g(target)}")
         return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} is not decided "
-                               f"against {_g(target)} +- {_g(tol)}")
+                               f"against {_g(target)} +- {_g(edge)}")
     x = _number("value", value)
     off = abs(x - target)
     if off <= tol:
         return Verdict("holds", f"off by {_g(off)} (tolerance {_g(tol)})")
-    if approx is not None and off <= approx:
-        return Verdict("approx", f"off by {_g(off)} (tolerance {_g(tol)})")
+    if band is not None and off <= band:
+        return Verdict("approx", f"off by {_g(off)} (tolerance {_g(tol)}, with the "
+                                 f"{RELATIVE_MARGIN:.0%} margin {_g(band)})")
     return Verdict("fails", f"off by {_g(off)} (tolerance {_g(tol)})")
 
 

@@ -14,38 +14,79 @@ def iv(est, lo, hi):
 
 
 @pytest.mark.parametrize("value, bound, approx, kind", [
-    (0.97, 0.95, None, "holds"),
-    (0.94, 0.95, None, "fails"),
-    (0.94, 0.95, 0.02, "approx"),
-    (0.90, 0.95, 0.02, "fails"),
-    (iv(0.9, 0.8, 0.97), 0.5, None, "holds"),
-    (iv(0.5, 0.3, 0.7), 0.5, None, "open"),
-    (iv(0.3, 0.2, 0.4), 0.5, None, "fails"),
-    (iv(0.49, 0.45, 0.495), 0.5, 0.02, "approx"),
+    (0.97, 0.95, False, "holds"),
+    (0.94, 0.95, False, "fails"),
+    (0.94, 0.95, True, "approx"),     # short by 0.01, within 10% of 0.95
+    (0.85, 0.95, True, "fails"),      # short by 0.10 > 0.095
+    (0.86, 0.95, True, "approx"),     # short by 0.09 <= 0.095
+    (iv(0.9, 0.8, 0.97), 0.5, False, "holds"),
+    (iv(0.5, 0.3, 0.7), 0.5, False, "open"),
+    (iv(0.3, 0.2, 0.4), 0.5, False, "fails"),
+    (iv(0.3, 0.2, 0.4), 0.5, True, "fails"),     # the whole interval below 0.45
+    (iv(0.49, 0.46, 0.495), 0.5, True, "approx"),  # the whole interval >= 0.45
+    (iv(0.49, 0.46, 0.53), 0.5, True, "approx"),   # straddles 0.5, but all >= 0.45
+    (iv(0.49, 0.40, 0.495), 0.5, True, "open"),    # contains the relaxed bound 0.45
+    (iv(-0.01, -0.02, 0.0), 0.0, True, "open"),    # a sign has no margin
 ])
 def test_at_least(value, bound, approx, kind):
     assert claims.at_least(value, bound, approx=approx).kind == kind
 
 
+def test_the_margin_is_one_rule():
+    """The margin is RELATIVE_MARGIN of the bound's size, for every claim: the edge of the band
+    is where the verdict turns, at any scale and for either sign."""
+    assert claims.RELATIVE_MARGIN == 0.1
+    for bound in (0.95, 2.0, -3.0, 1e-3):
+        m = claims.margin(bound)
+        assert m == pytest.approx(0.1 * abs(bound))
+        assert claims.at_least(bound - 0.99 * m, bound, approx=True).kind == "approx"
+        assert claims.at_least(bound - 1.01 * m, bound, approx=True).kind == "fails"
+        assert claims.at_most(bound + 0.99 * m, bound, approx=True).kind == "approx"
+        assert claims.at_most(bound + 1.01 * m, bound, approx=True).kind == "fails"
+    assert claims.margin(0.0) == 0.0
+    # without approx=True there is no band at all
+    assert claims.at_least(0.95 - 1e-9, 0.95).kind == "fails"
+
+
+@pytest.mark.bad_input
+def test_a_claim_cannot_pick_its_own_margin():
+    with pytest.raises(TypeError, match="approx"):
+        claims.at_least(0.94, 0.95, approx=0.02)
+    with pytest.raises(TypeError, match="approx"):
+        claims.close_to(0.9, 0.886, tol=0.005, approx=0.02)
+
+
 def test_at_most_mirrors_at_least():
     assert claims.at_most(0.9, 1.0).kind == "holds"
     assert claims.at_most(1.1, 1.0).kind == "fails"
+    assert claims.at_most(1.05, 1.0, approx=True).kind == "approx"
     assert claims.at_most(iv(0.5, 0.4, 0.6), 0.7).kind == "holds"
     assert claims.at_most(iv(0.5, 0.4, 0.8), 0.7).kind == "open"
+    assert claims.at_most(iv(0.72, 0.71, 0.76), 0.7, approx=True).kind == "approx"
 
 
 @pytest.mark.parametrize("value, kind", [
-    (0.886, "holds"), (0.9, "approx"), (0.95, "fails"),
-    (iv(0.886, 0.884, 0.888), "holds"), (iv(0.886, 0.87, 0.9), "open"), (iv(0.95, 0.94, 0.96), "fails"),
+    # target 0.886, tol 0.005: the approximate band is 0.005 + 0.0886
+    (0.886, "holds"), (0.9, "approx"), (0.97, "approx"), (0.99, "fails"),
+    (iv(0.886, 0.884, 0.888), "holds"), (iv(0.9, 0.89, 0.95), "approx"),
+    (iv(0.95, 0.94, 0.99), "open"), (iv(1.2, 1.1, 1.3), "fails"),
 ])
 def test_close_to(value, kind):
-    assert claims.close_to(value, 0.886, tol=0.005, approx=0.02).kind == kind
+    assert claims.close_to(value, 0.886, tol=0.005, approx=True).kind == kind
+
+
+def test_close_to_without_the_margin():
+    assert claims.close_to(0.9, 0.886, tol=0.005).kind == "fails"
+    assert claims.close_to(iv(0.886, 0.87, 0.9), 0.886, tol=0.005).kind == "open"
+    assert claims.close_to(iv(0.95, 0.94, 0.96), 0.886, tol=0.005).kind == "fails"
+    assert claims.close_to(0.003, 0.0, tol=0.005, approx=True).kind == "holds"
+    assert claims.close_to(0.006, 0.0, tol=0.005, approx=True).kind == "fails"  # no margin at 0
 
 
 def test_verdict_details_say_by_how_much():
-    v = claims.close_to(0.9, 0.886, tol=0.005, approx=0.02)
-    assert "0.014" in v.detail
-    assert "0.01" in claims.at_least(0.94, 0.95, approx=0.02).detail
+    v = claims.close_to(0.9, 0.886, tol=0.005, approx=True)
+    assert "0.014" in v.detail and "10%" in v.detail
+    assert "0.01" in claims.at_least(0.94, 0.95, approx=True).detail
 
 
 def test_excludes_and_paired_difference():
@@ -77,7 +118,7 @@ def test_claim_that_the_evidence_contradicts_fails():
         make(verdict=claims.at_least(0.9, 0.95))
     # a prose written for "does not hold" states it
     assert make(verdict=claims.at_least(0.9, 0.95), expect="fails").verdict.kind == "fails"
-    assert make(verdict=claims.at_least(0.94, 0.95, approx=0.02), expect=("holds", "approx"))
+    assert make(verdict=claims.at_least(0.94, 0.95, approx=True), expect=("holds", "approx"))
 
 
 @pytest.mark.bad_input

@@ -1,6 +1,7 @@
 """Every figure of the chapter "Training dynamics" builds at small size, is registered, and
 shows sane data; the chapter's experiments give what the chapter says at the book's budget."""
 
+import matplotlib.collections
 import matplotlib.figure
 import numpy as np
 import pytest
@@ -34,6 +35,12 @@ def test_builds_small_with_sane_data(name):
                 off = np.asarray(c.get_offsets())
                 if off.size:
                     assert np.all((off[:, 1] >= 0) & (off[:, 1] <= 1 + 1e-9)), name
+        # no point of a scatter is cut off by the axis range
+        lo, hi = ax.get_ylim()
+        for c in ax.collections:
+            if isinstance(c, matplotlib.collections.PathCollection):
+                y = np.asarray(c.get_offsets())[:, 1]
+                assert np.all((y >= lo) & (y <= hi)), (name, ax.get_ylabel(), y.min(), lo)
 
 
 @pytest.mark.slow

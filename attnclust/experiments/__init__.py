@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import _validate as v
 
-MODULES: tuple[str, ...] = ("landscape", "training", "beyond", "icq_sweeps", "digits")
+MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "training", "beyond", "icq_sweeps", "digits")
 """Modules of this package that register committed experiments (imported by ``names``)."""
 
 
