@@ -46,6 +46,9 @@ export JAX_COMPILATION_CACHE_MAX_SIZE ?= 4000000000
 # (tests/conftest.py gives the measurements). make bench-book times the build with it, as
 # make book runs it; make bench (the library's speed) and make lab keep the default.
 FAST_COMPILE := XLA_FLAGS="$(strip $(XLA_FLAGS) --xla_backend_optimization_level=1)"
+# Half-written entries of that cache (a process killed mid-write) make every later write fail
+# with a warning on stderr, which fails the book: scripts/jax_cache.py deletes them first.
+REPAIR_CACHE = $(PY) scripts/jax_cache.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,6 +73,7 @@ lab: venv
 # attnclust/**/*.py, requirements.txt or pyproject.toml changed since the last build.
 book: $(STAMP)
 	$(PY) scripts/book_cache.py
+	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 # pytest-xdist: one worker per core; --dist loadfile keeps each test file in one worker, so
@@ -78,9 +82,11 @@ PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
 unit: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
+	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m "not browser" $(XDIST)
 
 quick: $(STAMP)
+	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and not browser" $(XDIST)
 
 $(CHROMIUM):
@@ -100,6 +106,7 @@ sandbox-deps: $(BWRAP)
 browser-deps: $(CHROMIUM)
 
 browser: $(STAMP) $(LAB_SETTINGS) browser-deps
+	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m browser tests/browser
 
 # Sequential on purpose (also under make -j): the browser checks need the built book.

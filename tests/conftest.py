@@ -13,6 +13,7 @@ off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs withou
 (slightly faster, for a quick loop).
 """
 
+import importlib.util
 import os
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,15 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "4000000000")  # turns on its file lock
+
+# Half-written entries of the compilation cache (a process killed mid-write) would make every
+# write of every test warn: scripts/jax_cache.py deletes them (make unit runs it too), here
+# once per run, in pytest's main process (before xdist starts its workers, which then write).
+_spec = importlib.util.spec_from_file_location("jax_cache", Path(__file__).resolve().parents[1] / "scripts" / "jax_cache.py")
+jax_cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jax_cache)
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    jax_cache.repair(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
 
 # XLA compiles the tests' programs with LLVM's optimisation level 1 instead of its default 2:
 # on this 2-core CPU, compiling is most of a test's time, and level 1 compiles a training
