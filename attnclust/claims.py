@@ -26,14 +26,23 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
 - The **evidence** holds the measured numbers: plain numbers, ``stats.Interval`` (a
   statistic with its interval) or ``stats.PairedDifference``.
 - The **verdict** is computed from the evidence by ``at_least``, ``at_most``, ``close_to``,
-  ``excludes`` or ``holds_if``: "holds", "approx" (holds approximately; the verdict says by
+  ``excludes`` or ``holds_if`` (``all_of`` joins the verdicts of a sentence that says several
+  things): "holds", "approx" (holds approximately; the verdict says by
   how much), "fails" (does not hold) or "open" (the evidence cannot decide, for instance an
   interval that straddles the bound).
-- **One rule for "approximately"** (``margin``): a claim stated with ``approx=True`` holds
+- **One rule for "approximately"** (``relaxed``): a claim stated with ``approx=True`` holds
   approximately when it holds once its bound is relaxed by ``RELATIVE_MARGIN`` (10%) of the
-  bound's own size, ``|bound|`` (for ``close_to``: its tolerance widened by 10% of
-  ``|target|``), judged by the same standard of evidence as "holds" (for a statistic, its
-  whole interval). No claim picks its own margin; a bound of 0 (a sign) has none.
+  bound's own size on the claim's **scale**, judged by the same standard of evidence as
+  "holds" (for a statistic, its whole interval). The scale is the kind of quantity, not a
+  margin the claim picks: ``scale="size"`` (the default, for an unbounded quantity such as a
+  risk or an eigenvalue) relaxes ``bound`` by 10% of ``|bound|`` (for ``close_to``: its
+  tolerance widened by 10% of ``|target|``); ``scale="angle"``, for a cosine or ``|cos|``,
+  relaxes the *angle* ``arccos(bound)`` by 10% of itself. A cosine is bounded by 1, so 10% of
+  its size would be 10% of nearly everything: ``at_least(c, 0.999, approx=True)`` would
+  accept ``|cos| >= 0.899`` (26 degrees), while on the angle scale it accepts 2.8 degrees
+  (``|cos| >= 0.9988``) and ``at_least(c, 0.95, approx=True, scale="angle")`` accepts 20.0
+  degrees (``|cos| >= 0.940``). No claim picks its own margin; a bound of 0 on the size scale
+  (a sign) has none, and neither has a cosine bound of 1 (exact alignment).
 - ``expect`` is the verdict the prose is written for ("holds" by default). When the evidence
   gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
   build, as for any failing cell. A prose that says something does *not* hold states the
@@ -58,8 +67,8 @@ from . import _json
 from .stats import Interval, PairedDifference
 
 __all__ = [
-    "PAPER", "RELATIVE_MARGIN", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least",
-    "at_most", "claim", "close_to", "excludes", "holds_if", "margin",
+    "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least",
+    "all_of", "at_most", "claim", "close_to", "excludes", "holds_if", "margin", "relaxed",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
@@ -68,7 +77,12 @@ hold and open."""
 
 RELATIVE_MARGIN = 0.1
 """The book's one margin for "holds approximately", as a fraction of the size of the claim's
-own bound (see ``margin``)."""
+own bound on the claim's scale (see ``relaxed``)."""
+
+SCALES = ("size", "angle")
+"""The scales on which ``RELATIVE_MARGIN`` is measured: "size", the bound's absolute value (an
+unbounded quantity); "angle", the angle ``arccos(bound)`` of a cosine bound (a quantity bounded
+by 1, where 10% of the bound's size would accept tens of degrees)."""
 
 PAPER: dict[str, str] = {
     "alignment": (
@@ -157,16 +171,52 @@ def holds_if(condition: bool, detail: str = "") -> Verdict:
     return Verdict("holds", "") if condition else Verdict("fails", detail)
 
 
-def margin(bound: float) -> float:
-    """The margin by which a claim stated with ``approx=True`` may miss its bound and still
-    hold approximately: ``RELATIVE_MARGIN * |bound|`` (10% of the bound's size).
+def _scale(scale: Any) -> str:
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got scale={scale!r}")
+    return scale
 
-    It is the book's only such margin: ``at_least`` and ``at_most`` relax their bound by it
-    and ``close_to`` widens its tolerance by the margin of its target, and the relaxed claim
-    is judged by the same standard of evidence as the claim itself (a statistic's whole
-    interval). A bound of 0 has no margin: a sign holds or it does not.
+
+def relaxed(bound: float, side: int, scale: str = "size") -> float:
+    """The bound a claim stated with ``approx=True`` is judged against: ``bound`` moved by
+    ``RELATIVE_MARGIN`` of its size on ``scale``, towards the side the claim excludes.
+
+    ``side`` is +1 for a lower bound (``at_least``: the relaxed bound is lower) and -1 for an
+    upper bound (``at_most``: higher). On the "size" scale the bound moves by
+    ``RELATIVE_MARGIN * |bound|``. On the "angle" scale ``bound`` is a cosine (in [-1, 1]) and
+    its angle ``a = arccos(bound)`` moves by ``RELATIVE_MARGIN * a``: a lower bound on a
+    cosine is an upper bound ``a`` on the angle, relaxed to ``1.1 a`` (at most pi), an upper
+    bound relaxed to ``0.9 a``. It is the book's only such rule: ``at_least``, ``at_most`` and
+    ``close_to`` (each edge of its band) use it, and the relaxed claim is judged by the same
+    standard of evidence as the claim itself.
+
+    Args:
+        bound: the claim's bound (a cosine on the "angle" scale).
+        side: +1 (a lower bound) or -1 (an upper bound).
+        scale: one of ``SCALES``.
+
+    Returns:
+        The relaxed bound.
     """
-    return RELATIVE_MARGIN * abs(_number("bound", bound))
+    bound = _number("bound", bound)
+    if side not in (1, -1):
+        raise ValueError(f"side must be +1 or -1, got side={side!r}")
+    if _scale(scale) == "size":
+        return bound - side * RELATIVE_MARGIN * abs(bound)
+    if not -1.0 <= bound <= 1.0:
+        raise ValueError(f"on the angle scale bound must be a cosine in [-1, 1], got bound={bound!r}")
+    angle = math.acos(bound) * (1 + side * RELATIVE_MARGIN)
+    return math.cos(min(angle, math.pi))
+
+
+def margin(bound: float, side: int = 1, scale: str = "size") -> float:
+    """How far ``relaxed`` moves ``bound``: ``|relaxed(bound, side, scale) - bound|``.
+
+    On the "size" scale it is ``RELATIVE_MARGIN * |bound|`` (10% of the bound's size) for
+    either side; a bound of 0 has no margin (a sign holds or it does not). On the "angle"
+    scale it depends on the side, and a cosine bound of 1 (or -1) has none.
+    """
+    return abs(relaxed(bound, side, scale) - _number("bound", bound))
 
 
 def _flag(approx: Any) -> bool:
@@ -176,10 +226,14 @@ def _flag(approx: Any) -> bool:
     return bool(approx)
 
 
-def _one_sided(value: Value, bound: Any, approx: Any, sign: int) -> Verdict:
+def _on(scale: str) -> str:
+    return "" if scale == "size" else " on the angle scale"
+
+
+def _one_sided(value: Value, bound: Any, approx: Any, sign: int, scale: str) -> Verdict:
     """at_least (sign = +1) or at_most (sign = -1)."""
     bound = _number("bound", bound)
-    m = margin(bound) if _flag(approx) else None
+    m = margin(bound, sign, scale) if _flag(approx) else None
     word = ">=" if sign > 0 else "<="
     if isinstance(value, Interval):
         near, far = (value.low, value.high) if sign > 0 else (value.high, value.low)
@@ -187,7 +241,7 @@ def _one_sided(value: Value, bound: Any, approx: Any, sign: int) -> Verdict:
             return Verdict("holds", f"the whole interval is {word} {_g(bound)}")
         if m is not None and m > 0 and sign * (near - bound) >= -m:
             return Verdict("approx", f"the whole interval is {word} {_g(bound - sign * m)}, within the "
-                                     f"{RELATIVE_MARGIN:.0%} margin of {_g(bound)}; estimate "
+                                     f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} of {_g(bound)}; estimate "
                                      f"{_g(value.estimate)}")
         edge = bound if m is None else bound - sign * m
         if sign * (far - edge) < 0:
@@ -198,78 +252,95 @@ def _one_sided(value: Value, bound: Any, approx: Any, sign: int) -> Verdict:
         return Verdict("holds", f"{_g(x)} {word} {_g(bound)}")
     if m is not None and sign * (x - bound) >= -m:
         return Verdict("approx", f"{_g(x)}, short of {_g(bound)} by {_g(abs(x - bound))} (margin "
-                                 f"{_g(m)}, {RELATIVE_MARGIN:.0%} of the bound)")
+                                 f"{_g(m)}, {RELATIVE_MARGIN:.0%} of the bound{_on(scale)})")
     return Verdict("fails", f"{_g(x)} is not {word} {_g(bound)}")
 
 
-def at_least(value: Value, bound: float, *, approx: bool = False) -> Verdict:
+def at_least(value: Value, bound: float, *, approx: bool = False, scale: str = "size") -> Verdict:
     """Whether ``value >= bound``.
 
     For a number: "holds" when it is, else "fails", or "approx" with ``approx=True`` when it
-    is short by at most ``margin(bound)``. For an ``Interval``: "holds" when the whole
-    interval is >= ``bound``; with ``approx=True``, "approx" when the whole interval is >=
-    ``bound - margin(bound)``; "fails" when the whole interval is below the (relaxed) bound,
+    is short by at most ``margin(bound, +1, scale)``. For an ``Interval``: "holds" when the
+    whole interval is >= ``bound``; with ``approx=True``, "approx" when the whole interval is
+    >= ``relaxed(bound, +1, scale)``; "fails" when the whole interval is below the (relaxed) bound,
     and "open" when it contains it.
 
     Args:
         value: the measured number, or a statistic with its interval.
         bound: the threshold.
         approx: whether the claim may hold approximately, by the ledger's one margin
-            (``margin``).
+            (``relaxed``).
+        scale: the kind of quantity the margin is measured on: "size" (default) or
+            "angle" (``value`` and ``bound`` are cosines or ``|cos|``).
 
     Returns:
         The ``Verdict``.
     """
-    return _one_sided(value, bound, approx, +1)
+    return _one_sided(value, bound, approx, +1, _scale(scale))
 
 
-def at_most(value: Value, bound: float, *, approx: bool = False) -> Verdict:
+def at_most(value: Value, bound: float, *, approx: bool = False, scale: str = "size") -> Verdict:
     """Whether ``value <= bound``: ``at_least`` with the inequality reversed."""
-    return _one_sided(value, bound, approx, -1)
+    return _one_sided(value, bound, approx, -1, _scale(scale))
 
 
-def close_to(value: Value, target: float, *, tol: float, approx: bool = False) -> Verdict:
+def close_to(value: Value, target: float, *, tol: float, approx: bool = False,
+             scale: str = "size") -> Verdict:
     """Whether ``value`` equals ``target`` within ``tol``.
 
     For a number: "holds" when ``|value - target| <= tol``, else "fails", or "approx" with
-    ``approx=True`` when it is within ``tol + margin(target)``. For an ``Interval``: "holds"
-    when the whole interval lies within ``tol`` of ``target``; with ``approx=True``, "approx"
-    when it lies within ``tol + margin(target)``; "fails" when none of it lies within that
-    band (``tol`` without ``approx``), and "open" otherwise.
+    ``approx=True`` when it lies in the relaxed band. For an ``Interval``: "holds" when the
+    whole interval lies within ``tol`` of ``target``; with ``approx=True``, "approx" when it
+    lies in the relaxed band; "fails" when none of it lies in that band (``tol`` without
+    ``approx``), and "open" otherwise. The relaxed band is ``target +- (tol + margin(target))``
+    on the "size" scale; on the "angle" scale each edge of ``target +- tol`` (cosines, clipped
+    to [-1, 1]) is relaxed by ``relaxed``.
 
     Args:
         value: the measured number, or a statistic with its interval.
         target: the predicted value.
         tol: the agreement the claim asserts, >= 0.
-        approx: whether the claim may hold approximately, its tolerance widened by the
-            ledger's one margin of the target (``margin``).
+        approx: whether the claim may hold approximately, its band widened by the ledger's
+            one margin (``relaxed``).
+        scale: "size" (default) or "angle" (cosines).
 
     Returns:
         The ``Verdict``.
     """
     target = _number("target", target)
     tol = _tolerance("tol", tol)
-    band = tol + margin(target) if _flag(approx) else None
+    scale = _scale(scale)
+    edges = (target - tol, target + tol)
+    if scale == "angle":
+        edges = (max(edges[0], -1.0), min(edges[1], 1.0))
+    band = None
+    if _flag(approx):
+        if scale == "size":
+            band = (edges[0] - margin(target), edges[1] + margin(target))
+        else:
+            band = (relaxed(edges[0], +1, scale), relaxed(edges[1], -1, scale))
+    say = f"{_g(target)} +- {_g(tol)}"
+    widened = band is not None and (band[0] < edges[0] or band[1] > edges[1])
+    wide = "" if band is None else f"{_g(band[0])} to {_g(band[1])}"
     if isinstance(value, Interval):
-        lo, hi = value.low - target, value.high - target
-        if -tol <= lo and hi <= tol:
-            return Verdict("holds", f"the interval lies within {_g(tol)} of {_g(target)}")
-        if band is not None and band > tol and -band <= lo and hi <= band:
-            return Verdict("approx", f"the interval lies within {_g(band)} of {_g(target)} (tolerance "
-                                     f"{_g(tol)} and the {RELATIVE_MARGIN:.0%} margin); estimate off by "
+        if edges[0] <= value.low and value.high <= edges[1]:
+            return Verdict("holds", f"the interval lies within {say}")
+        if widened and band[0] <= value.low and value.high <= band[1]:
+            return Verdict("approx", f"the interval lies in {wide} ({say} and the "
+                                     f"{RELATIVE_MARGIN:.0%} margin{_on(scale)}); estimate off by "
                                      f"{_g(abs(value.estimate - target))}")
-        edge = tol if band is None else band
-        if lo > edge or hi < -edge:
-            return Verdict("fails", f"the interval lies more than {_g(edge)} from {_g(target)}")
+        lo, hi = edges if band is None else band
+        if value.low > hi or value.high < lo:
+            return Verdict("fails", f"the interval lies outside {_g(lo)} to {_g(hi)}")
         return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} is not decided "
-                               f"against {_g(target)} +- {_g(edge)}")
+                               f"against {_g(lo)} to {_g(hi)}")
     x = _number("value", value)
     off = abs(x - target)
-    if off <= tol:
+    if edges[0] <= x <= edges[1]:
         return Verdict("holds", f"off by {_g(off)} (tolerance {_g(tol)})")
-    if band is not None and off <= band:
+    if band is not None and band[0] <= x <= band[1]:
         return Verdict("approx", f"off by {_g(off)} (tolerance {_g(tol)}, with the "
-                                 f"{RELATIVE_MARGIN:.0%} margin {_g(band)})")
+                                 f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} {wide})")
     return Verdict("fails", f"off by {_g(off)} (tolerance {_g(tol)})")
 
 
@@ -285,6 +356,18 @@ def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
         return Verdict("open", f"the interval {_g(iv.low)} to {_g(iv.high)} contains {_g(point)}")
     side = "above" if iv.low > point else "below"
     return Verdict("holds", f"the whole interval is {side} {_g(point)}")
+
+
+def all_of(*verdicts: Verdict) -> Verdict:
+    """The verdict of a sentence that says several things, each with its own verdict: the
+    weakest of them ("fails" before "open" before "approx" before "holds"), with the details
+    of the ones that are not "holds"."""
+    if not verdicts or not all(isinstance(x, Verdict) for x in verdicts):
+        raise TypeError(f"verdicts must be one or more Verdicts, got {verdicts!r}")
+    for kind in ("fails", "open", "approx"):
+        if any(x.kind == kind for x in verdicts):
+            return Verdict(kind, "; ".join(x.detail for x in verdicts if x.kind != "holds"))
+    return Verdict("holds", "")
 
 
 def _plain(name: str, value: Any) -> Any:

@@ -146,3 +146,68 @@ def test_a_claim_as_a_cells_value_displays_nothing():
     record = claims.claim("display-test", "A sentence.", setting={"L": 50}, evidence={"x": 1.0},
                           verdict=claims.at_least(1.0, 0.5))
     assert DisplayFormatter().format(record) == ({}, {})  # what a kernel shows: nothing
+
+
+def test_a_cosine_is_relaxed_on_its_angle():
+    """On the angle scale the margin is 10% of the bound's angle, not of the cosine's size: 10%
+    of 0.999 would accept |cos| >= 0.899 (26 degrees) as "aligned approximately"; 10% of its
+    2.56 degrees accepts 2.81 degrees. Each case below gives "approx" on the size scale."""
+    import math
+
+    assert claims.SCALES == ("size", "angle")
+    for bound in (0.999, 0.95, 0.5):
+        angle = math.degrees(math.acos(bound))
+        lower = claims.relaxed(bound, +1, "angle")
+        assert math.degrees(math.acos(lower)) == pytest.approx(1.1 * angle)
+        upper = claims.relaxed(bound, -1, "angle")
+        assert math.degrees(math.acos(upper)) == pytest.approx(0.9 * angle)
+    # 0.9 and 0.9 are within 10% of the size of 0.999 and 0.95, not of their angles
+    assert claims.at_least(0.9, 0.999, approx=True).kind == "approx"
+    assert claims.at_least(0.9, 0.999, approx=True, scale="angle").kind == "fails"
+    assert claims.at_least(0.9985, 0.999, approx=True, scale="angle").kind == "fails"
+    assert claims.at_least(0.99885, 0.999, approx=True, scale="angle").kind == "approx"
+    assert claims.at_least(0.9, 0.95, approx=True).kind == "approx"
+    assert claims.at_least(0.9, 0.95, approx=True, scale="angle").kind == "fails"
+    assert claims.at_least(0.941, 0.95, approx=True, scale="angle").kind == "approx"
+    assert claims.at_least(iv(0.99, 0.9, 0.999), 0.95, approx=True, scale="angle").kind == "open"
+    # an upper bound: 60 degrees relaxed to 54 (|cos| 0.588), wider here than 10% of 0.5
+    assert claims.at_most(0.58, 0.5, approx=True).kind == "fails"
+    assert claims.at_most(0.58, 0.5, approx=True, scale="angle").kind == "approx"
+    assert claims.at_most(0.6, 0.5, approx=True, scale="angle").kind == "fails"
+    # exact alignment has no margin: its angle is 0
+    assert claims.margin(1.0, +1, "angle") == 0.0
+    assert "angle" in claims.at_least(0.941, 0.95, approx=True, scale="angle").detail
+
+
+def test_close_to_a_cosine_on_its_angle():
+    """target 0.986 +- 0.005: the band's edges 0.981 and 0.991 relaxed on their angles (11.2 to
+    12.3 degrees, and 7.7 to 6.9 degrees), far narrower than 0.986 +- (0.005 + 0.0986)."""
+    assert claims.close_to(0.97, 0.986, tol=0.005, approx=True).kind == "approx"
+    assert claims.close_to(0.97, 0.986, tol=0.005, approx=True, scale="angle").kind == "fails"
+    assert claims.close_to(0.979, 0.986, tol=0.005, approx=True, scale="angle").kind == "approx"
+    assert claims.close_to(0.9927, 0.986, tol=0.005, approx=True, scale="angle").kind == "approx"
+    assert claims.close_to(0.9935, 0.986, tol=0.005, approx=True, scale="angle").kind == "fails"
+    assert claims.close_to(iv(0.985, 0.983, 0.988), 0.986, tol=0.005, scale="angle").kind == "holds"
+    # the band stays inside [-1, 1]
+    assert claims.close_to(1.0, 0.998, tol=0.005, scale="angle").kind == "holds"
+
+
+@pytest.mark.bad_input
+def test_a_scale_is_named_not_chosen():
+    with pytest.raises(ValueError, match="scale"):
+        claims.at_least(0.9, 0.95, approx=True, scale="log")
+    with pytest.raises(ValueError, match="cosine"):
+        claims.relaxed(1.5, +1, "angle")
+    with pytest.raises(ValueError, match="side"):
+        claims.relaxed(0.5, 0, "angle")
+
+
+def test_all_of_is_the_weakest_verdict():
+    h, a = claims.holds_if(True), claims.at_least(0.94, 0.95, approx=True)
+    o, f = claims.excludes(iv(0.0, -1.0, 1.0)), claims.holds_if(False, "no")
+    assert claims.all_of(h, h).kind == "holds"
+    assert claims.all_of(h, a).kind == "approx"
+    assert claims.all_of(a, o, h).kind == "open"
+    assert claims.all_of(o, f, a).kind == "fails" and "no" in claims.all_of(o, f).detail
+    with pytest.raises(TypeError):
+        claims.all_of()
