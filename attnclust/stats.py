@@ -4,7 +4,8 @@
 Three kinds of statement need three kinds of interval:
 
 - a frequency ("k of n seeds end aligned"): ``binomial_interval``, the exact
-  (Clopper-Pearson) interval;
+  (Clopper-Pearson) interval; two frequencies of independent sets of seeds compared:
+  ``rate_difference``, Newcombe's hybrid score interval of their difference;
 - a mean over independent draws (seeds, prompts): ``mean_interval``, Student's t interval,
   or ``percentile_interval``, a percentile bootstrap whose ends stay inside the range of the
   draws (for a bounded score such as the adjusted Rand index, at most 1);
@@ -36,6 +37,7 @@ __all__ = [
     "Interval",
     "PairedDifference",
     "binomial_interval",
+    "rate_difference",
     "mean_interval",
     "paired_difference",
     "percentile_interval",
@@ -125,6 +127,40 @@ def binomial_interval(k: int, n: int, level: float = 0.95) -> Interval:
         raise ValueError(f"k must be <= n, got k={k}, n={n}")
     ci = _stats.binomtest(k, n).proportion_ci(confidence_level=_level(level), method="exact")
     return Interval(k / n, float(ci.low), float(ci.high), level, "exact binomial", n)
+
+
+def rate_difference(k1: int, n1: int, k2: int, n2: int, level: float = 0.95) -> Interval:
+    """The difference ``k1/n1 - k2/n2`` of two frequencies measured on independent trials
+    (two settings trained with their own seeds), with Newcombe's hybrid score interval (his
+    method 10, 1998): each rate's Wilson interval (``scipy.stats.binomtest``), combined as
+    ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2)`` to ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``. Unlike the
+    Wald interval it stays inside [-1, 1] and keeps its coverage when a rate is 0 or 1.
+
+    Args:
+        k1, n1: successes and trials of the first setting (0 <= k1 <= n1, n1 >= 1).
+        k2, n2: those of the second.
+        level: the confidence level, in (0, 1).
+
+    Returns:
+        The ``Interval`` of the difference (``n`` is ``n1 + n2``).
+
+    Raises:
+        ValueError: counts that are not integers, or outside [0, n].
+    """
+    level = _level(level)
+    ends = []
+    for k, n, name in ((k1, n1, "1"), (k2, n2, "2")):
+        n = v.positive_int(f"n{name}", n)
+        k = v.positive_int(f"k{name}", k, minimum=0)
+        if k > n:
+            raise ValueError(f"k{name} must be <= n{name}, got k{name}={k}, n{name}={n}")
+        ci = _stats.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+        ends.append((k / n, float(ci.low), float(ci.high), n))
+    (p1, l1, u1, m1), (p2, l2, u2, m2) = ends
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return Interval(d, low, high, level, "Newcombe hybrid score", m1 + m2)
 
 
 def _sample(name: str, x: Any) -> np.ndarray:

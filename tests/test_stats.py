@@ -108,3 +108,24 @@ def test_percentile_interval_within_the_draws(xs):
 def test_percentile_interval_bad_input(x, kw):
     with pytest.raises(ValueError):
         stats.percentile_interval(x, **kw)
+
+
+@pytest.mark.parametrize("counts, low, high", [
+    ((56, 70, 48, 80), 0.0524, 0.3339),   # Newcombe (1998), Table II, method 10
+    ((9, 10, 3, 10), 0.1705, 0.8090),
+    ((10, 10, 0, 20), 0.6791, 1.0),       # rates of 1 and 0: the interval stays in [-1, 1]
+])
+def test_rate_difference_is_newcombes_hybrid_score(counts, low, high):
+    d = stats.rate_difference(*counts)
+    k1, n1, k2, n2 = counts
+    assert d.estimate == pytest.approx(k1 / n1 - k2 / n2)
+    assert (d.low, d.high) == (pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4))
+    assert d.n == n1 + n2 and d.method == "Newcombe hybrid score"
+
+
+@pytest.mark.bad_input
+def test_rate_difference_bad_counts():
+    with pytest.raises(ValueError, match="k2"):
+        stats.rate_difference(1, 2, 3, 2)
+    with pytest.raises(ValueError, match="n1"):
+        stats.rate_difference(0, 0, 1, 2)
