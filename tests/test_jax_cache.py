@@ -2,13 +2,18 @@
 between its two files) makes every later write warn on stderr, which fails the book; the
 repair deletes such entries and nothing else."""
 
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import jax_cache
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "jax_cache.py"
+_spec = importlib.util.spec_from_file_location("jax_cache", SCRIPT)
+jax_cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jax_cache)
 
 # Compile one new program with the cache in CACHE (the Makefile's settings: size limit on)
 # and print how many cache warnings it raised.
