@@ -47,7 +47,8 @@ export JAX_COMPILATION_CACHE_MAX_SIZE ?= 4000000000
 # make book runs it; make bench (the library's speed) and make lab keep the default.
 FAST_COMPILE := XLA_FLAGS="$(strip $(XLA_FLAGS) --xla_backend_optimization_level=1)"
 # Half-written entries of that cache (a process killed mid-write) make every later write fail
-# with a warning on stderr, which fails the book: scripts/jax_cache.py deletes them first.
+# with a warning on stderr, which fails the book: scripts/jax_cache.py deletes them first
+# (pytest does the same through tests/conftest.py, so the test targets need no call).
 REPAIR_CACHE = $(PY) scripts/jax_cache.py
 
 $(STAMP): requirements.txt pyproject.toml
@@ -82,11 +83,9 @@ PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
 unit: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
-	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m "not browser" $(XDIST)
 
 quick: $(STAMP)
-	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and not browser" $(XDIST)
 
 $(CHROMIUM):
@@ -106,7 +105,6 @@ sandbox-deps: $(BWRAP)
 browser-deps: $(CHROMIUM)
 
 browser: $(STAMP) $(LAB_SETTINGS) browser-deps
-	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m browser tests/browser
 
 # Sequential on purpose (also under make -j): the browser checks need the built book.

@@ -11,8 +11,8 @@ FileNotFoundError" on stderr, and ``make book`` (which fails on stderr in a cell
 every page. Such half entries are deleted here (the program is compiled again when next
 needed), as are ``-atime`` files left without their ``-cache``.
 
-``make unit``, ``make quick``, ``make book`` and ``make browser`` run this first;
-tests/conftest.py calls :func:`repair` too, for pytest run directly.
+``make book`` runs this first; tests/conftest.py calls :func:`repair` at the start of every
+pytest run (``make unit``, ``make quick``, ``make browser`` or pytest directly).
 
 Usage: python scripts/jax_cache.py [CACHE_DIR]   (default: $JAX_COMPILATION_CACHE_DIR)
 """
