@@ -60,6 +60,15 @@ def test_html_has_a_range_per_slider_at_its_default():
     assert spec["sizes"] == [3, 2] and spec["values"] == [[1, 2, 3], [0.5, 1.5]]
     assert base64.b64decode(spec["frames"][5]) == frame_png(_draw(3, 1.5))
     assert 'alt="a line"' in page and "6 figures" in page
+    assert "disabled" not in page and "one value" not in page
+
+
+def test_a_slider_with_one_value_is_shown_disabled_and_named_in_the_note():
+    grid = Grid({"a": (1, 2, 3), "b": (0.5,)}, {"a": "A", "b": "B"}, {"a": 2, "b": 0.5})
+    page = StaticExplorer("toy", grid, tuple(render_frames(_draw, grid)), "a line").html()
+    inputs = re.findall(r"<input [^>]*>", page)
+    assert len(inputs) == 2 and "disabled" not in inputs[0] and inputs[1].endswith(" disabled>")
+    assert "3 figures" in page and "B stays at one value in this page." in page
 
 
 def test_explorer_output_is_the_widget_and_the_static_html():

@@ -221,9 +221,10 @@ def draw_quantization(
 
 
 STATIC_GRID = dict(lam=(0.1, 1.0, 4.0), r_over_sigma=(2.0, 4.0, 8.0), K=(2, 3),
-                   L=(50, 100, 200), seed=(0,))
+                   L=(50, 100, 200), seed=(0, 1))
 """The slider values of the explorer in the static HTML book (every combination is drawn
-when the book is built, :mod:`attnclust.widgets.static`; the seed stays at 0 there)."""
+when the book is built, :mod:`attnclust.widgets.static`): two seeds, so that a reader sees
+one prompt against another."""
 
 STATIC_ALT = ("Left, one prompt's tokens and their identity-attention outputs projected on the "
               "centroid plane; right, the distortion against lambda with the current lambda "

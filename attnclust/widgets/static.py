@@ -159,19 +159,24 @@ class StaticExplorer:
                 "labels": [[_label(v) for v in self.grid.values[n]] for n in names],
                 "values": [list(self.grid.values[n]) for n in names],
                 "frames": [base64.b64encode(f).decode() for f in self.frames]}
-        rows = []
+        rows, fixed = [], []
         for n in names:
             vals = list(self.grid.values[n])
             k = vals.index(self.grid.defaults[n])
+            label = html.escape(self.grid.labels[n])
+            if len(vals) == 1:  # a slider the grid keeps at one value: shown, not movable
+                fixed.append(self.grid.labels[n])
             rows.append(
-                f'<label class="ac-static-slider"><span class="ac-static-name">'
-                f'{html.escape(self.grid.labels[n])}</span>'
+                f'<label class="ac-static-slider"><span class="ac-static-name">{label}</span>'
                 f'<input type="range" min="0" max="{len(vals) - 1}" step="1" value="{k}" '
-                f'data-slider="{html.escape(n)}" aria-label="{html.escape(self.grid.labels[n])}">'
+                f'data-slider="{html.escape(n)}" aria-label="{label}"'
+                f'{" disabled" if len(vals) == 1 else ""}>'
                 f'<output>{html.escape(_label(vals[k]))}</output></label>')
+        held = (f" {', '.join(fixed)} {'stays' if len(fixed) == 1 else 'stay'} at one value "
+                "in this page." if fixed else "")
         note = (f"Precomputed: {self.grid.size} figures drawn by the library when the book was "
-                "built, one for each combination of the values below; run the chapter in "
-                "Jupyter for every value of every slider.")
+                f"built, one for each combination of the values below.{held} Run the chapter "
+                "in Jupyter for every value of every slider.")
         return (f'<div class="ac-static-explorer" id="{id_}" data-explorer="{html.escape(self.name)}">'
                 f"<style>{_STYLE}</style>"
                 f'<div class="ac-static-controls">{"".join(rows)}</div>'

@@ -302,13 +302,15 @@ def draw_training(
 
 
 STATIC_GRID = dict(lam=LAMS, r_over_sigma=(2.0, 4.0, 8.0), d=(DEFAULTS["d"],),
-                   L=(DEFAULTS["L"],), seed=(DEFAULTS["seed"],), init=INITS)
+                   L=(DEFAULTS["L"],), seed=(0, 1), init=INITS)
 """The slider values of the explorer in the static HTML book (every combination is drawn
-when the book is built, :mod:`attnclust.widgets.static`): every lam and initialisation and
-three separations, at the default d, L and seed; one compiled program and
-``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs`. Drawing the frames
-costs about as much as training the groups (mostly the figure's text layout), and the
-chapter's build pays for both, so the grid stays small."""
+when the book is built, :mod:`attnclust.widgets.static`): every lam and initialisation,
+three separations and two seeds, at the default d and L; one compiled program and
+``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs` (each trains every seed
+of ``range(N_SEEDS)``, so a second seed costs frames, not training). Every other (d, L)
+is a program of its own to compile and train, and drawing a frame costs about as much as
+training its run (mostly the figure's text layout); the chapter's build pays for both, so
+d and L keep their default there."""
 
 STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
               "the minibatch risk against the Adam step; right, the two heads' paths in the "

@@ -658,6 +658,18 @@ def check_dropdowns(page) -> list[str]:
     return problems
 
 
+# A command-line option that typography turned into a dash: "--size" shown as "–size"
+# (Sphinx's smartquotes make "--" an en dash unless told otherwise) cannot be copied.
+MANGLED_OPTION = re.compile(r"(?:^|[\s(\[])([\u2013\u2014][a-z][a-z-]+)")
+
+
+def check_options(page) -> list[str]:
+    """Text of the page in which a command-line option ("--size") reads as a dash."""
+    text = page.evaluate("() => document.querySelector('main')?.innerText ?? ''")
+    return [f"option shown with a dash instead of '--': {m.group(1)!r}"
+            for m in MANGLED_OPTION.finditer(text)]
+
+
 def screenshot_path(shot_dir: Path, docname: str) -> Path:
     return shot_dir / (docname.replace("/", "__") + ".png")
 
@@ -675,6 +687,7 @@ def check_page(context, base_url: str, html_root: Path, source: Source,
         problems += check_widgets(page, source)
         problems += check_links(page, base_url, html_root)
         problems += check_directives(page, source)
+        problems += check_options(page)
         if screenshot_dir is not None:
             screenshot_dir.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot_path(screenshot_dir, source.docname)), full_page=True)
