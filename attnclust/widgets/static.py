@@ -175,7 +175,7 @@ class StaticExplorer:
         held = (f" {', '.join(fixed)} {'stays' if len(fixed) == 1 else 'stay'} at one value "
                 "in this page." if fixed else "")
         note = (f"Precomputed: {self.grid.size} figures drawn by the library when the book was "
-                f"built, one for each combination of the values below.{held} Run the chapter "
+                f"built, one for each combination of the slider values above.{held} Run the chapter "
                 "in Jupyter for every value of every slider.")
         return (f'<div class="ac-static-explorer" id="{id_}" data-explorer="{html.escape(self.name)}">'
                 f"<style>{_STYLE}</style>"
