@@ -1,4 +1,5 @@
-"""The chapters' Markdown parses as the book's MyST parser reads it, without broken math.
+"""The chapters' Markdown parses as the book's MyST parser reads it, without broken math; the
+theory chapters' figure captions and alt texts hold no setting value typed by hand.
 
 A source line that starts with ``+ ``, ``- `` or ``* `` inside a paragraph opens a bullet list
 in MyST; when that line is the middle of a ``$...$`` span, the span is cut in two and the HTML
@@ -6,6 +7,12 @@ shows raw TeX. The test parses every chapter with the parser and extensions the 
 (``_config.yml``), descends into directives (proofs, exercises, solutions), and fails on any
 text that still holds a ``$``: a dollar left over from a math span that did not pair up.
 No build, no kernel: a few hundred milliseconds.
+
+A number in a caption comes from a cell (``{glue:text}``) or is named in words; alt text
+cannot hold a glue role, so it names the setting in words. The scan fails on a digit in an
+alt text, on a digit outside math in a caption once the roles are removed, and on a math span
+of a caption that sets a symbol to a typed number (``$L = 50$``, ``$\\lambda = 1,$``); digits of a
+formula (``$L^{-1/2}$``, ``$(d-2)\\sigma^2$``, ``$\\lambda \\to 0$``) are not settings.
 """
 
 from __future__ import annotations
@@ -69,4 +76,55 @@ def test_no_math_span_is_broken(chapter):
     broken = unpaired_dollars(chapter.read_text())
     assert not broken, "math span cut (a line starting with +, - or *?): " + "; ".join(
         f"{chapter.name}:{line} {text!r}" for line, text in broken
+    )
+
+
+THEORY = ("mixtures", "attention", "population_risk", "quantization")
+FIGURE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n---\n(.*?)\n---\n", re.S | re.M)
+ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")
+MATH = re.compile(r"\$([^$]+)\$")
+TYPED_SETTING = re.compile(r"=\s*-?\d[\d.,]*\s*(?:$|[,;)])")
+
+
+def typed_numbers(text: str) -> list[tuple[int, str, str]]:
+    """(line, "alt" or "caption", text) of every figure cell of ``text`` whose alt text or
+    caption holds a number typed by hand (module docstring)."""
+    found = []
+    for m in FIGURE_CELL.finditer(text):
+        meta = (yaml.safe_load(m.group(1)) or {}).get("mystnb", {})
+        line = text.count("\n", 0, m.start()) + 1
+        alt = str(meta.get("image", {}).get("alt", ""))
+        caption = str(meta.get("figure", {}).get("caption", ""))
+        if re.search(r"\d", alt):
+            found.append((line, "alt", alt))
+        bare = ROLE.sub("", caption)
+        spans = MATH.findall(bare)
+        if re.search(r"\d", MATH.sub("", bare)) or any(TYPED_SETTING.search(span) for span in spans):
+            found.append((line, "caption", caption))
+    return found
+
+
+def _figure(alt: str, caption: str) -> str:
+    return (f"```{{code-cell}} python3\n---\nmystnb:\n  image:\n    alt: {alt}\n  figure:\n"
+            f"    caption: {caption}\n    name: fig-x\n---\nmake('x')\n```\n")
+
+
+def test_detects_a_typed_setting_in_a_caption_or_alt_text():
+    glued = _figure("Curves against lambda, one per prompt length.",
+                    "Risk at $L =$ {glue:text}`n_L`, $\\lambda =$ {glue:text}`lam:g`, against "
+                    "$L^{-1/2}$ and $(d-2)\\sigma^2$ as $\\lambda \\to 0$ ({numref}`fig-2`).")
+    assert typed_numbers(glued) == []
+    for alt, caption in [("Curves at L = 50.", "Risk."),
+                         ("Curves.", "Risk at $L = 50$."),
+                         ("Curves.", "Risk at $\\lambda = 1, L =$ {glue:text}`n_L`."),
+                         ("Curves.", "Risk over 16 prompts.")]:
+        assert [kind for _, kind, _ in typed_numbers(_figure(alt, caption))] == (
+            ["alt"] if alt != "Curves." else ["caption"]), (alt, caption)
+
+
+@pytest.mark.parametrize("chapter", THEORY)
+def test_theory_captions_and_alt_texts_type_no_setting(chapter):
+    typed = typed_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
+    assert not typed, "a number typed by hand (glue it, or name the setting in words): " + "; ".join(
+        f"{chapter}.md:{line} {kind}: {text[:90]!r}" for line, kind, text in typed
     )

@@ -451,6 +451,20 @@ def test_identity_limit_float64_vs_library():
         np.asarray(A.identity_limit(jnp.asarray(z), mix, 0.7)), **F32)
 
 
+def test_identity_attention_float64_is_the_library_layer_in_float64():
+    # the float64 reference of the quantization chapter's float tolerances: the same layer
+    # as the float32 library, to float32 rounding, and computed in float64 (its dtype, and a
+    # non-zero distance to the float32 outputs, which a float32 "reference" would not have)
+    X = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (4, 30, 5)), np.float32) * 2
+    ref = S.identity_attention_float64(X, 0.9)
+    lib = np.asarray(A.identity_attention(X, 0.9))
+    assert ref.dtype == np.float64 and ref.shape == X.shape
+    np.testing.assert_allclose(ref, lib, **F32)
+    assert 0 < np.abs(ref - lib).max() < 1e-4
+    # a large lam does not overflow: the maximum is subtracted
+    assert np.all(np.isfinite(S.identity_attention_float64(X, 1e3)))
+
+
 def test_identity_limit_is_the_tilted_mean():
     # Q_inf(z) = E[x e^{lam <z, x>}] / E[e^{lam <z, x>}] (prop-identity-limit), the
     # expectations by tensor Gauss-Hermite over each component (d = 2, K = 2, unequal
