@@ -395,7 +395,7 @@ def tilt_decomposition(
     With theta_1 = c e_1 + eps e_2 and T_1 = phi_1 theta_1, the eps-derivative of
     ||z - T(z)||^2 at eps = 0 is the *coefficient term* -2 (z_1 - T_1) c d phi_1/d eps (head
     1's coefficient changes; on cluster 2, where head 1 is inactive, turning away lowers its
-    offset <theta_1, mean>) plus the *direction term* -2 (z_2 - T_2) phi_1 (head 1's output
+    offset, through its tilt parameter there and through its projection of mu_2) plus the *direction term* -2 (z_2 - T_2) phi_1 (head 1's output
     turns into e_2; on cluster 1, where head 1 is active, it cancels head 2's offset along
     e_2).
 
