@@ -128,3 +128,71 @@ def test_theory_captions_and_alt_texts_type_no_setting(chapter):
     assert not typed, "a number typed by hand (glue it, or name the setting in words): " + "; ".join(
         f"{chapter}.md:{line} {kind}: {text[:90]!r}" for line, kind, text in typed
     )
+
+
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+COUNT_NOUNS = (r"(?:prompts?|draws?|samples?|seeds?|settings?|values?|tokens?|standard errors?|restarts?|"
+               r"nodes|labelings|queries|runs?|keys|coordinates|eigenvalues|points|times)\b")
+TYPED_COUNT = re.compile(r"(?<![\w.{])(?:\d[\d,_]*|two|three|four|five|six|seven|eight|nine|ten|"
+                         r"twenty|hundred|thousand)\s+(?:[a-z-]+\s+){0,2}" + COUNT_NOUNS, re.I)
+
+
+def _claim_texts(source: str):
+    """(claim id, literal text) of every ``claims.claim(id, text, ...)`` in ``source``: the
+    constant parts of the text's f-string, without its replacement fields or format specs."""
+    import ast
+
+    source = re.sub(r"\A---\n.*?\n---\n", "", source, flags=re.S)        # a figure cell's metadata
+    source = re.sub(r"\A(?::\w+:[^\n]*\n)+", "", source)                  # :tags: lines
+    try:
+        tree = ast.parse("\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "claim" and len(node.args) >= 2):
+            continue
+        parts = []
+
+        def collect(n):
+            if isinstance(n, ast.JoinedStr):
+                parts.extend(v.value for v in n.values if isinstance(v, ast.Constant))
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                parts.append(n.value)
+            elif isinstance(n, ast.BinOp):
+                collect(n.left)
+                collect(n.right)
+
+        collect(node.args[1])
+        name = node.args[0].value if isinstance(node.args[0], ast.Constant) else "?"
+        yield name, "".join(parts)
+
+
+def typed_claim_numbers(text: str) -> list[tuple[str, str]]:
+    """(claim id, match) for every claim f-string of ``text`` that types a count by hand
+    ("200 prompts", "three standard errors") or a setting inside math ("$\\lambda = 1$")."""
+    found = []
+    for cell in CODE_CELL.finditer(text):
+        for name, literal in _claim_texts(cell.group(1)):
+            prose = MATH.sub(" ", literal)
+            found += [(name, m.group(0)) for m in TYPED_COUNT.finditer(prose)]
+            found += [(name, span) for span in MATH.findall(literal) if TYPED_SETTING.search(span + ")")]
+    return found
+
+
+def test_detects_a_typed_count_in_a_claim_fstring():
+    def cell(body):
+        return f"```{{code-cell}} python3\nclaims.claim(\n    \"x\",\n    {body},\n)\n```\n"
+
+    assert typed_claim_numbers(cell('f"Over {n} prompts at $\\\\lambda =$ {lam:g}, {k:.3f} of 1 (95% interval)"')) == []
+    for body in ('f"Over 200 prompts, {x:.3f}"', 'f"At three random settings {x}"',
+                 'f"within {n} of the 3 standard errors"', 'f"At $\\\\lambda = 1$ the risk is {r:.3f}"',
+                 'f"Over 40,000 Monte Carlo draws {x}"'):
+        assert typed_claim_numbers(cell(body)), body
+
+
+@pytest.mark.parametrize("chapter", THEORY)
+def test_theory_claims_type_no_count(chapter):
+    typed = typed_claim_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
+    assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
+        f"{chapter}.md {name}: {m!r}" for name, m in typed
+    )
