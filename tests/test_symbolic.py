@@ -284,6 +284,10 @@ def test_fixed_point_quadrature_converged_and_curvature_by_differences():
     a = S.aligned_fixed_point(1.0, 2.0, 0.5, n=40)
     b = S.aligned_fixed_point(1.0, 2.0, 0.5, n=160)
     assert abs(a.c - b.c) < 1e-10 and abs(a.risk - b.risk) < 1e-10
+    # the scan it reports is the one it ran: every root inside it, its end c_max
+    first, last, points = S.aligned_fixed_point(1.0, 2.0, 0.5, n=40, c_max=3.0).scan
+    assert last == 3.0 and 0 < first < a.c and points > 1
+    assert all(first <= c <= a.scan[1] for c in a.roots)
     assert len(a.roots) == 1 and S.aligned_risk_grad(a.c, 1.0, 2.0, 0.5) == pytest.approx(0.0, abs=1e-10)
     # g''(kappa*) (the symbolic second derivative) against a central difference of g'
     # (step 1e-4: truncation ~1e-8 g'''', rounding ~1e-12 / 1e-4)
