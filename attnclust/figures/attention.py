@@ -67,7 +67,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
     two-head outputs / identity outputs to the mean of their cluster (the same quantity for
     the three panels); ``flat_in`` / ``flat_T``: per cluster, the ratio of the smaller to
     the larger singular value of the centred cloud (1 for a round cloud, 0 for a segment),
-    averaged over the two clusters.
+    averaged over the two clusters; ``mixture`` and ``lam``, the setting drawn.
     """
     mix = orthogonal_mixture(K=2, d=2, r=2.0, sigma=0.5)
     X, labels = sample(jax.random.PRNGKey(seed), mix, 1, L)
@@ -92,7 +92,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
         X=X, labels=labels, centroids=mu, theta=theta, T=T, Q=Q,
         cos=alignment(theta, mu),
         spread_in=spread(X), spread_T=spread(T), spread_Q=spread(Q),
-        flat_in=flatness(X), flat_T=flatness(T),
+        flat_in=flatness(X), flat_T=flatness(T), mixture=mix, lam=lam,
     )
 
 
