@@ -123,6 +123,12 @@ def test_baseline_scores_monotone_in_separation():
         assert s[f"ari_{name}"][0] < 0.3 < 0.95 < s[f"ari_{name}"][1]
         assert s[f"dist_{name}"][1] < s["noise_floor"][1]
     assert set(s) >= {"separations", "noise_floor", "ari_kmeans_sem"}
+    # the per-prompt scores are the draws behind the means and the standard errors
+    for k in ("ari_kmeans", "ari_em", "dist_kmeans", "dist_em"):
+        draws = s[f"{k}_per_prompt"]
+        assert draws.shape == (2, 8)
+        np.testing.assert_allclose(draws.mean(axis=1), s[k], rtol=1e-12)
+        np.testing.assert_allclose(draws.std(axis=1, ddof=1) / np.sqrt(8), s[f"{k}_sem"], rtol=1e-12)
 
 
 # --- attention ------------------------------------------------------------------------

@@ -284,6 +284,10 @@ def test_fixed_point_quadrature_converged_and_curvature_by_differences():
     a = S.aligned_fixed_point(1.0, 2.0, 0.5, n=40)
     b = S.aligned_fixed_point(1.0, 2.0, 0.5, n=160)
     assert abs(a.c - b.c) < 1e-10 and abs(a.risk - b.risk) < 1e-10
+    # the scan it reports is the one it ran: every root inside it, its end c_max
+    first, last, points = S.aligned_fixed_point(1.0, 2.0, 0.5, n=40, c_max=3.0).scan
+    assert last == 3.0 and 0 < first < a.c and points > 1
+    assert all(first <= c <= a.scan[1] for c in a.roots)
     assert len(a.roots) == 1 and S.aligned_risk_grad(a.c, 1.0, 2.0, 0.5) == pytest.approx(0.0, abs=1e-10)
     # g''(kappa*) (the symbolic second derivative) against a central difference of g'
     # (step 1e-4: truncation ~1e-8 g'''', rounding ~1e-12 / 1e-4)
@@ -449,6 +453,20 @@ def test_identity_limit_float64_vs_library():
     np.testing.assert_allclose(
         S.identity_limit_float64(z, mus, w, 0.5, 0.7),
         np.asarray(A.identity_limit(jnp.asarray(z), mix, 0.7)), **F32)
+
+
+def test_identity_attention_float64_is_the_library_layer_in_float64():
+    # the float64 reference of the quantization chapter's float tolerances: the same layer
+    # as the float32 library, to float32 rounding, and computed in float64 (its dtype, and a
+    # non-zero distance to the float32 outputs, which a float32 "reference" would not have)
+    X = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (4, 30, 5)), np.float32) * 2
+    ref = S.identity_attention_float64(X, 0.9)
+    lib = np.asarray(A.identity_attention(X, 0.9))
+    assert ref.dtype == np.float64 and ref.shape == X.shape
+    np.testing.assert_allclose(ref, lib, **F32)
+    assert 0 < np.abs(ref - lib).max() < 1e-4
+    # a large lam does not overflow: the maximum is subtracted
+    assert np.all(np.isfinite(S.identity_attention_float64(X, 1e3)))
 
 
 def test_identity_limit_is_the_tilted_mean():

@@ -67,7 +67,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
     two-head outputs / identity outputs to the mean of their cluster (the same quantity for
     the three panels); ``flat_in`` / ``flat_T``: per cluster, the ratio of the smaller to
     the larger singular value of the centred cloud (1 for a round cloud, 0 for a segment),
-    averaged over the two clusters.
+    averaged over the two clusters; ``mixture`` and ``lam``, the setting drawn.
     """
     mix = orthogonal_mixture(K=2, d=2, r=2.0, sigma=0.5)
     X, labels = sample(jax.random.PRNGKey(seed), mix, 1, L)
@@ -92,7 +92,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
         X=X, labels=labels, centroids=mu, theta=theta, T=T, Q=Q,
         cos=alignment(theta, mu),
         spread_in=spread(X), spread_T=spread(T), spread_Q=spread(Q),
-        flat_in=flatness(X), flat_T=flatness(T),
+        flat_in=flatness(X), flat_T=flatness(T), mixture=mix, lam=lam,
     )
 
 
@@ -160,16 +160,23 @@ def softmax_pool(
     return w @ np.asarray(values, float)
 
 
+SOFTMAX_DEMO = dict(keys_per_group=10, tilt=1.0, lams=(0.0, 0.5, 2.0, 8.0))
+"""Setting of ``softmax-temperature``: two groups of keys (values N(0, 0.5^2) and
+N(2, 0.5^2)), the query's tilt s (weights softmax(lam s u_k)) and the lambdas of the left panel."""
+
+
 @register("softmax-temperature", chapter="attention")
 def softmax_temperature(size: str = "small") -> matplotlib.figure.Figure:
     """Softmax weights of one query over a prompt's keys, and the pooled value, as lambda
-    grows: from the average of the values to the value of the best-matching key."""
+    grows: from the average of the values to the value of the best-matching key
+    (``SOFTMAX_DEMO``)."""
     rng = np.random.default_rng(1)
-    u = np.sort(np.concatenate([rng.normal(0.0, 0.5, 10), rng.normal(2.0, 0.5, 10)]))
-    s = 1.0  # the query's score: weights softmax(lam * s * u_k), values u_k
+    n = SOFTMAX_DEMO["keys_per_group"]
+    u = np.sort(np.concatenate([rng.normal(0.0, 0.5, n), rng.normal(2.0, 0.5, n)]))
+    s = SOFTMAX_DEMO["tilt"]  # the query's score: weights softmax(lam * s * u_k), values u_k
     fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
-    for lam, colour in zip((0.0, 0.5, 2.0, 8.0), ("grey", "tab:blue", "tab:orange", "tab:red")):
+    for lam, colour in zip(SOFTMAX_DEMO["lams"], ("grey", "tab:blue", "tab:orange", "tab:red")):
         a = lam * s * u
         w = np.exp(a - a.max())
         w /= w.sum()
@@ -212,12 +219,18 @@ def tilted_mean_sample(
     return float(est), float(se)
 
 
+TILTING_DEMO = dict(m=0.5, s=1.0, t=1.5, samples={"small": 20_000, "full": 1_000_000}, n_tilts=9)
+"""Setting of ``tilting-sampling``: the Gaussian N(m, s^2), the tilt t of the left panel, the
+samples by figure size and the number of tilts (from -2 to 2) of the right panel."""
+
+
 @register("tilting-sampling", chapter="attention")
 def tilting_sampling(size: str = "small") -> matplotlib.figure.Figure:
     """Samples of N(m, s^2) reweighted by e^{tu}: a histogram on the tilted Gaussian
-    N(m + t s^2, s^2); and the sample tilted means against m + t s^2 for several t."""
-    n = 20_000 if size == "small" else 1_000_000
-    m, s, t = 0.5, 1.0, 1.5
+    N(m + t s^2, s^2); and the sample tilted means against m + t s^2 for several t
+    (``TILTING_DEMO``)."""
+    n = TILTING_DEMO["samples"]["small" if size == "small" else "full"]
+    m, s, t = TILTING_DEMO["m"], TILTING_DEMO["s"], TILTING_DEMO["t"]
     key = jax.random.PRNGKey(3)
     u = np.asarray(m + s * jax.random.normal(key, (n,)))
     w = np.exp(t * u - np.max(t * u))
@@ -235,7 +248,7 @@ def tilting_sampling(size: str = "small") -> matplotlib.figure.Figure:
     ax1.set_xlabel("$u$")
     ax1.set_ylabel("density")
     ax1.legend(fontsize=7)
-    ts = np.linspace(-2.0, 2.0, 9)
+    ts = np.linspace(-2.0, 2.0, TILTING_DEMO["n_tilts"])
     keys = jax.random.split(jax.random.PRNGKey(4), len(ts))
     est = np.array([tilted_mean_sample(k, float(tt), m, s, n) for k, tt in zip(keys, ts)])
     ax2.errorbar(ts, est[:, 0], yerr=2 * est[:, 1], fmt="o", capsize=3,

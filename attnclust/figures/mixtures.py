@@ -26,14 +26,22 @@ from ._registry import register
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 
+PROMPTS_SETTING = dict(K=2, d=2, r=2.0, sigma=0.5)
+"""The mixture of ``mixture-prompts``: the book's default one, in the plane."""
+
+PROMPTS_L = {"small": 50, "full": 200}
+"""Tokens per prompt of ``mixture-prompts``, by figure size."""
+
+
 @register("mixture-prompts", chapter="mixtures")
 def mixture_prompts(size: str = "small") -> matplotlib.figure.Figure:
-    """Three prompts of a fixed mixture (top) and three in-context prompts (bottom), d = 2."""
-    L = 50 if size == "small" else 200
+    """Three prompts of a fixed mixture (top) and three in-context prompts (bottom), in the
+    plane (``PROMPTS_SETTING``, ``PROMPTS_L`` tokens)."""
+    L = PROMPTS_L["small" if size == "small" else "full"]
     key_fixed, key_ic = jax.random.split(jax.random.PRNGKey(0))
-    mix = orthogonal_mixture(K=2, d=2, r=2.0, sigma=0.5)
+    mix = orthogonal_mixture(**PROMPTS_SETTING)
     Xf, lf = sample(key_fixed, mix, 3, L)
-    Xi, li, mui = sample_in_context(key_ic, K=2, d=2, r=2.0, sigma=0.5, n_prompts=3, L=L)
+    Xi, li, mui = sample_in_context(key_ic, **PROMPTS_SETTING, n_prompts=3, L=L)
     muf = np.broadcast_to(np.asarray(mix.centroids), (3, 2, 2))
     fig = matplotlib.figure.Figure(figsize=(9, 6), layout="constrained")
     axes = fig.subplots(2, 3, sharex=True, sharey=True)
@@ -59,7 +67,8 @@ def mixture_prompts(size: str = "small") -> matplotlib.figure.Figure:
                 ax.set_ylabel("$x_2$")
     axes[0, 0].legend(fontsize=7, loc="lower left")
     fig.suptitle(
-        f"$K=2$, $d=2$, $r=2$, $\\sigma=0.5$, $L={L}$: the same centroids in every fixed "
+        f"$K={PROMPTS_SETTING['K']}$, $d={PROMPTS_SETTING['d']}$, $r={PROMPTS_SETTING['r']:g}$, "
+        f"$\\sigma={PROMPTS_SETTING['sigma']:g}$, $L={L}$: the same centroids in every fixed "
         "prompt, fresh orthogonal ones in every in-context prompt", fontsize=10)
     return fig
 
@@ -95,12 +104,15 @@ def baseline_scores(
       ||centre of the token's cluster - the token's true centroid||^2;
     - ``noise_floor``: d sigma^2, the distortion of the tokens themselves.
 
-    Returns a dict of arrays of shape (len(separations),) (``separations`` included) and,
-    under ``*_sem``, the standard errors of the means over prompts.
+    Returns a dict of arrays of shape (len(separations),) (``separations`` included);
+    under ``*_sem``, the standard errors of the means over prompts; and under
+    ``*_per_prompt``, the scores of every prompt, of shape (len(separations), n_prompts),
+    from which a chapter computes intervals (``attnclust.stats``).
     """
     seps = np.asarray(separations, float)
     out = {k: [] for k in ("ari_kmeans", "ari_em", "dist_kmeans", "dist_em")}
     sem = {k + "_sem": [] for k in out}
+    per_prompt = {k + "_per_prompt": [] for k in out}
     keys = jax.random.split(jax.random.PRNGKey(seed), len(seps))
     for key, sep in zip(keys, seps):
         k_data, k_fit = jax.random.split(key)
@@ -115,7 +127,8 @@ def baseline_scores(
             for k, vals in ((f"ari_{name}", ari), (f"dist_{name}", dist)):
                 out[k].append(vals.mean())
                 sem[k + "_sem"].append(vals.std(ddof=1) / np.sqrt(len(vals)))
-    res = {k: np.asarray(val) for k, val in {**out, **sem}.items()}
+                per_prompt[k + "_per_prompt"].append(vals)
+    res = {k: np.asarray(val) for k, val in {**out, **sem, **per_prompt}.items()}
     res["separations"] = seps
     res["noise_floor"] = np.full(len(seps), d * sigma**2)
     return res

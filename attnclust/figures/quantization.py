@@ -26,6 +26,12 @@ from ._registry import register
 
 CHAPTER = "quantization"
 DEFAULT = dict(r=2.0, sigma=0.5, d=5)
+FINITE_L = {"small": (50,), "full": (50, 200)}
+"""Prompt lengths of the finite-L points of ``distortion-lambda``, by figure size."""
+FIXED_POINT_STEPS = 300
+"""Iterations of Q_inf from mu_1 behind the circles of ``identity-fixed-points``."""
+SCALING_DIMENSIONS = {"small": (2, 5, 20), "full": (2, 5, 20, 50, 100)}
+"""Dimensions of the curves of ``distortion-scaling``, by figure size."""
 
 
 def _check_size(size: str) -> None:
@@ -79,14 +85,14 @@ def identity_limit_error(
 def distortion_curve_data(size: str = "small") -> dict:
     """D(lam) exact (large L), its bound B(lam), the noise floor d sigma^2, the best lam of
     each (``symbolic.best_lambda_bound``) and the finite-L distortion of identity attention
-    (L = 50; "full" adds L = 200) for r = 2, sigma = 0.5, d = 5."""
+    (at the prompt lengths ``FINITE_L[size]``) for r = 2, sigma = 0.5, d = 5."""
     _check_size(size)
     r, sigma, d = DEFAULT["r"], DEFAULT["sigma"], DEFAULT["d"]
     lams = np.geomspace(0.05, 4.0, 40 if size == "small" else 120)
     mix = orthogonal_mixture(K=2, d=d, r=r, sigma=sigma)
     lam_pts = np.geomspace(0.05, 4.0, 9 if size == "small" else 25)
     finite = {}
-    for L in ((50,) if size == "small" else (50, 200)):
+    for L in FINITE_L[size]:
         finite[L] = finite_L_distortion(jax.random.PRNGKey(L), mix, lam_pts, L,
                                         n_tokens=10_000 if size == "small" else 200_000)
     return {
@@ -132,7 +138,7 @@ def distortion_scaling_data(size: str = "small") -> dict:
     of the bound and of the exact D, in units of sigma, and the distortions there."""
     _check_size(size)
     rhos = np.linspace(2.0, 8.0, 13 if size == "small" else 49)
-    ds = (2, 5, 20) if size == "small" else (2, 5, 20, 50, 100)
+    ds = SCALING_DIMENSIONS[size]
     rows = symbolic.distortion_scaling(rhos, ds)
     out = {"rho": rhos, "d": np.array(ds)}
     for k in ("lam_bound_s2", "lam_exact_s2", "lam_asym_s2", "bound_s2", "exact_min_s2",
@@ -171,11 +177,11 @@ def fixed_points_data(size: str = "small") -> dict:
     """Fixed points of iterated Q_inf against lam (``symbolic.identity_fixed_points``;
     sec-quant-fixed-points, chapters/quantization.md) for r = 2, sigma = 0.5, beside where
     Q_inf iterated from the centroid mu_1 (``symbolic.identity_limit_float64``) ends up
-    after 300 steps.
+    after ``FIXED_POINT_STEPS`` steps.
 
     Returns arrays ``lam``, ``split`` (n, 2) the fixed point reached from cluster 1's side,
     ``merged`` (n, 2), ``iterated`` (m, 2) at the grid ``lam_iterated``, ``lam_critical``,
-    and ``lam_reach_r``, where the first coordinate of cluster 1's fixed point equals r
+    ``steps`` (the iterations) and ``lam_reach_r``, where the first coordinate of cluster 1's fixed point equals r
     (a root of the scalar equation by ``scipy.optimize.brentq``).
     """
     _check_size(size)
@@ -191,7 +197,7 @@ def fixed_points_data(size: str = "small") -> dict:
 
     def iterate(lam):
         z = mu[0]
-        for _ in range(300):
+        for _ in range(FIXED_POINT_STEPS):
             z = symbolic.identity_limit_float64(z, mu, [0.5, 0.5], sigma, float(lam))
         return z
 
@@ -200,7 +206,7 @@ def fixed_points_data(size: str = "small") -> dict:
     return {"lam": lams, "split": np.array([row["split"] for row in rows]),
             "merged": np.array([row["merged"] for row in rows]),
             "lam_iterated": lam_it, "iterated": np.array([iterate(l) for l in lam_it]),
-            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r}
+            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r, "steps": FIXED_POINT_STEPS}
 
 
 @register("identity-fixed-points", chapter=CHAPTER)
@@ -217,7 +223,7 @@ def fixed_points(size: str = "small") -> plt.Figure:
     ax.plot(lam, D["split"][:, 1], "-", color="C1", label="second coordinate")
     ax.plot(lam[~stable], D["merged"][~stable, 0], "--", color="gray", label="merged fixed point (unstable)")
     ax.plot(D["lam_iterated"], D["iterated"][:, 0], "o", color="C0", ms=4, mfc="none",
-            label=r"300 steps of $Q_\infty$ from $\mu_1$")
+            label=rf"{D['steps']} steps of $Q_\infty$ from $\mu_1$")
     ax.plot(D["lam_iterated"], D["iterated"][:, 1], "o", color="C1", ms=4, mfc="none")
     ax.axhline(D["r"], color="black", lw=0.8, ls=":", label=r"centroid $\mu_1 = (r, 0)$")
     ax.axhline(0, color="black", lw=0.8, ls=":")

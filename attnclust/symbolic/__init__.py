@@ -14,7 +14,8 @@ need, by section:
   (:func:`tilt_gradient`, :func:`tilt_decomposition`; sec-risk-tilt) and the tilted
   minimiser (:func:`tilted_minimiser`, :func:`tilt_branch`).
 * ``attnclust.symbolic.identity`` (chapter "In-context quantization with identity
-  attention", chapters/quantization.md): Q_inf in float64 (:func:`identity_limit_float64`),
+  attention", chapters/quantization.md): the layer and Q_inf in float64
+  (:func:`identity_attention_float64`, :func:`identity_limit_float64`),
   the fixed points of iterated Q_inf (:func:`identity_fixed_points`), the exact distortion
   (:func:`distortion_exact`, :func:`distortion_mc`), its bound (:func:`distortion_bound`)
   and the best temperatures (:func:`best_lambda_bound`, :func:`distortion_scaling`).
@@ -49,6 +50,7 @@ from .identity import (
     distortion_exact,
     distortion_mc,
     distortion_scaling,
+    identity_attention_float64,
     identity_fixed_points,
     identity_limit_float64,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "TiltedMinimiser",
     "tilted_minimiser",
     "tilt_branch",
+    "identity_attention_float64",
     "identity_limit_float64",
     "identity_fixed_points",
     "distortion_exact",

@@ -227,6 +227,9 @@ def aligned_risk_grad(c: float, lam: float, r: float, sigma: float, n: int = 80)
     return float(_expect_g(aligned_reduction().dg_fn, c, lam, r, sigma, n))
 
 
+_SCAN_START, _SCAN_POINTS = 0.02, 400   # the grid of aligned_fixed_point's scan of g'
+
+
 @dataclass(frozen=True)
 class AlignedFixedPoint:
     """The aligned fixed point of :func:`aligned_fixed_point`.
@@ -237,12 +240,15 @@ class AlignedFixedPoint:
         roots: every stationary point with c > 0 found on the scan (c = 0 is always
             stationary too, since f depends on c^2).
         curvature: g''(c).
+        scan: the scan of g' that found the roots, ``(first c, last c, points)``; a root
+            outside it is not looked for.
     """
 
     c: float
     risk: float
     roots: tuple[float, ...]
     curvature: float
+    scan: tuple[float, float, int]
 
 
 def aligned_fixed_point(
@@ -268,7 +274,7 @@ def aligned_fixed_point(
     """
     lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
     A = aligned_reduction()
-    grid = np.linspace(0.02, c_max, 400)
+    grid = np.linspace(_SCAN_START, c_max, _SCAN_POINTS)
     dg = _expect_g(A.dg_fn, grid, lam, r, sigma, n)
     roots = []
     for i in np.nonzero(np.sign(dg[:-1]) * np.sign(dg[1:]) < 0)[0]:
@@ -284,6 +290,7 @@ def aligned_fixed_point(
         risk=float(2 * min(gs) + (d - 2) * sigma**2),
         roots=tuple(float(x) for x in roots),
         curvature=float(_expect_g(A.d2g_fn, best, lam, r, sigma, n)),
+        scan=(float(grid[0]), float(grid[-1]), int(grid.size)),
     )
 
 
@@ -395,7 +402,7 @@ def tilt_decomposition(
     With theta_1 = c e_1 + eps e_2 and T_1 = phi_1 theta_1, the eps-derivative of
     ||z - T(z)||^2 at eps = 0 is the *coefficient term* -2 (z_1 - T_1) c d phi_1/d eps (head
     1's coefficient changes; on cluster 2, where head 1 is inactive, turning away lowers its
-    offset <theta_1, mean>) plus the *direction term* -2 (z_2 - T_2) phi_1 (head 1's output
+    offset, through its tilt parameter there and through its projection of mu_2) plus the *direction term* -2 (z_2 - T_2) phi_1 (head 1's output
     turns into e_2; on cluster 1, where head 1 is active, it cancels head 2's offset along
     e_2).
 

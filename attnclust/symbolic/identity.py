@@ -1,5 +1,6 @@
 """Identity attention at large L (chapter "In-context quantization with identity attention",
-chapters/quantization.md): the limit Q_inf in float64 (prop-identity-limit), the fixed points
+chapters/quantization.md): the finite-L layer (def-identity-attention) and its limit Q_inf
+(prop-identity-limit) in float64, the fixed points
 of iterated Q_inf (sec-quant-fixed-points), the exact large-L distortion
 (prop-distortion-exact), its bound (thm-distortion-bound), the best temperatures and their
 scaling (prop-distortion-scaling).
@@ -47,6 +48,25 @@ def identity_limit_float64(
     a = np.exp(logits)
     a /= a.sum(axis=-1, keepdims=True)
     return lam * sigma**2 * z + a @ mu
+
+
+def identity_attention_float64(X: Float[ArrayLike, "*b L d"], lam: float) -> Float[np.ndarray, "*b L d"]:
+    """Q(X)_l = sum_k softmax_k(lam <x_l, x_k>) x_k in NumPy float64 (def-identity-attention,
+    chapters/quantization.md): the reference from which the chapter sets the float tolerance
+    of the float32 library layer (``attnclust.identity_attention``).
+
+    Args:
+        X: (..., L, d) prompts; converted to float64 (float32 inputs keep their values).
+        lam: the inverse temperature.
+
+    Returns:
+        (..., L, d) float64 outputs, the softmax computed with each row's maximum subtracted.
+    """
+    X = np.asarray(X, np.float64)
+    scores = float(lam) * np.einsum("...ld,...kd->...lk", X, X)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w /= w.sum(axis=-1, keepdims=True)
+    return np.einsum("...lk,...kd->...ld", w, X)
 
 
 def identity_fixed_points(lam: float, r: float, sigma: float) -> dict[str, float | np.ndarray]:
@@ -139,7 +159,7 @@ def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
     K = 2, equal weights, mu_c = r e_c, L = infinity).
 
     B = (lam sigma^2 sqrt(d sigma^2 + r^2) + sqrt(2) r sqrt(M))^2 with
-    M = exp(-u r^2 + u^2 sigma^2 r^2), u = min(2 lam, 1 / (2 sigma^2)).
+    M = exp(-gamma r^2 + gamma^2 sigma^2 r^2), gamma = min(2 lam, 1 / (2 sigma^2)).
 
     Args:
         lam, r, sigma: inverse temperature, centroid norm and noise, > 0.
@@ -149,8 +169,8 @@ def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
         B(lam).
     """
     lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
-    u = min(2 * lam, 1 / (2 * sigma**2))
-    M = np.exp(-u * r**2 + u**2 * sigma**2 * r**2)
+    gamma = min(2 * lam, 1 / (2 * sigma**2))
+    M = np.exp(-gamma * r**2 + gamma**2 * sigma**2 * r**2)
     return float((lam * sigma**2 * np.sqrt(d * sigma**2 + r**2) + np.sqrt(2) * r * np.sqrt(M)) ** 2)
 
 
