@@ -18,6 +18,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from scipy.optimize import linear_sum_assignment
+from sklearn.metrics import adjusted_rand_score
 
 from . import _validate as v
 from .mixture import GaussianMixture
@@ -65,8 +67,6 @@ def abs_cosines(theta: Float[ArrayLike, "*b H d"], centroids: Float[ArrayLike, "
 def _assign(cos):
     """Best matching (rows, cols) over the heads whose ``|cos|`` row is finite."""
     ok = np.flatnonzero(np.all(np.isfinite(cos), axis=-1))
-    from scipy.optimize import linear_sum_assignment  # here: scipy costs a second at import
-
     rows, cols = linear_sum_assignment(cos[ok], maximize=True)
     return ok[rows], cols
 
@@ -242,8 +242,6 @@ def adjusted_rand(labels_true: Int[ArrayLike, "*b L"], labels_pred: Int[ArrayLik
     p = _labels("labels_pred", labels_pred)
     if t.shape != p.shape:
         raise ValueError(f"labels_true and labels_pred must have the same shape, got {t.shape} and {p.shape}")
-    from sklearn.metrics import adjusted_rand_score  # here: scikit-learn costs a second at import
-
     if t.ndim == 1:
         return np.asarray(adjusted_rand_score(t, p))
     flat_t = t.reshape(-1, t.shape[-1])
