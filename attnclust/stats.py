@@ -41,6 +41,7 @@ __all__ = [
     "mean_interval",
     "mean_difference",
     "paired_median_difference",
+    "median_interval",
     "paired_difference",
     "percentile_interval",
 ]
@@ -278,6 +279,16 @@ def _bootstrap_mean(x: np.ndarray, level: float, n_resamples: int, seed: int) ->
     raise ValueError("the bootstrap interval is undefined for these differences")  # pragma: no cover
 
 
+def _paired_args(a, b, level, n_resamples, what: str) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """The checked arguments of a paired comparison: two samples of the same ``what``."""
+    a, b = _sample("a", a), _sample("b", b)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must hold the same {what}, got {a.size} and {b.size} values")
+    if a.size < 2:
+        raise ValueError(f"a and b must hold at least 2 {what}, got {a.size}")
+    return a, b, _level(level), v.positive_int("n_resamples", n_resamples, minimum=100)
+
+
 def paired_median_difference(
     a: Float[ArrayLike, " n"] | Sequence[float],
     b: Float[ArrayLike, " n"] | Sequence[float],
@@ -307,13 +318,7 @@ def paired_median_difference(
         ValueError: ``a`` and ``b`` of different lengths, fewer than 2 draws, not finite; a
             bad ``level`` or ``n_resamples``.
     """
-    a, b = _sample("a", a), _sample("b", b)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must hold the same draws, got {a.size} and {b.size} values")
-    if a.size < 2:
-        raise ValueError(f"a and b must hold at least 2 draws, got {a.size}")
-    level = _level(level)
-    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    a, b, level, n_resamples = _paired_args(a, b, level, n_resamples, "draws")
     est = float(np.median(a) - np.median(b))
     method = "paired bootstrap percentile"
     if np.all(a == a[0]) and np.all(b == b[0]):
@@ -327,6 +332,40 @@ def paired_median_difference(
                            random_state=np.random.default_rng(seed))
     return Interval(est, float(res.confidence_interval.low), float(res.confidence_interval.high), level,
                     method, int(a.size))
+
+
+def median_interval(
+    x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.95, n_resamples: int = 4999, seed: int = 0
+) -> Interval:
+    """The median of ``n`` independent draws with a percentile bootstrap interval
+    (``scipy.stats.bootstrap``, seeded; percentile, as in ``paired_median_difference``).
+
+    Args:
+        x: ``(n,)`` the draws, finite, n >= 2.
+        level: the confidence level, in (0, 1).
+        n_resamples: bootstrap resamples, an integer >= 100.
+        seed: the bootstrap's seed.
+
+    Returns:
+        The ``Interval`` of the median, method "bootstrap percentile" (width 0 when every draw
+        is equal).
+
+    Raises:
+        ValueError: ``x`` not one-dimensional, fewer than 2 draws, not finite; a bad ``level``
+            or ``n_resamples``.
+    """
+    x = _sample("x", x)
+    if x.size < 2:
+        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
+    level = _level(level)
+    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    med = float(np.median(x))
+    if np.all(x == x[0]):
+        return Interval(med, med, med, level, "bootstrap percentile", int(x.size))
+    res = _stats.bootstrap((x,), np.median, confidence_level=level, n_resamples=n_resamples,
+                           method="percentile", random_state=np.random.default_rng(seed))
+    return Interval(med, float(res.confidence_interval.low), float(res.confidence_interval.high), level,
+                    "bootstrap percentile", int(x.size))
 
 
 @dataclass(frozen=True)
@@ -381,14 +420,7 @@ def paired_difference(
         ValueError: ``a`` and ``b`` of different lengths, fewer than 2 prompts, not finite;
             a bad ``level`` or ``n_resamples``.
     """
-    a = _sample("a", a)
-    b = _sample("b", b)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must score the same prompts, got {a.size} and {b.size} scores")
-    if a.size < 2:
-        raise ValueError(f"a and b must hold at least 2 prompts, got {a.size}")
-    level = _level(level)
-    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    a, b, level, n_resamples = _paired_args(a, b, level, n_resamples, "prompts")
     diff = a - b
     mean = float(np.mean(diff))
     if np.all(diff == diff[0]):

@@ -161,3 +161,14 @@ def test_paired_median_difference_keeps_the_pairs():
     assert d.method == "paired bootstrap percentile" and d.n == 16
     with pytest.raises(ValueError, match="same draws"):
         stats.paired_median_difference(list(a), list(b[:-1]))
+
+
+def test_median_interval():
+    x = np.arange(1.0, 18.0)  # median 9; an order-statistic interval around it
+    m = stats.median_interval(x)
+    assert m.estimate == 9.0 and 5.0 <= m.low < 9.0 < m.high <= 13.0
+    # a far outlier moves the mean, not the median or its interval
+    y = x.copy()
+    y[-1] = 1e6
+    assert stats.median_interval(y).estimate == 9.0 and stats.median_interval(y).high <= 13.0
+    assert stats.median_interval([2.0, 2.0, 2.0]).low == 2.0
