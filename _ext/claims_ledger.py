@@ -9,7 +9,8 @@ prose with the role ``{claim}`<id>```. This extension
 - collects every claim of every page in the build environment (cached with the pages, so
   an incremental build still lists them all);
 - fills the directive ``{claims-ledger}`` on the Claims page with tables: ``:paper:`` gives
-  the table of the paper's claims against the book's findings, ``:summary:`` the count of
+  the table of the paper's claims (each with the paper's setting, the book's claims that bear
+  on it at the book's settings, and the verdict on the paper's claim they give together), ``:summary:`` the count of
   verdicts per chapter, and no option every claim by chapter, with its setting, evidence,
   verdict and a link back to where the prose makes it;
 - writes every claim to ``claims.json`` in the HTML output folder;
@@ -259,6 +260,52 @@ def _text(s: str) -> nodes.paragraph:
     return nodes.paragraph("", s)
 
 
+PAPER_SETTING_KEYS = ("K", "d", "L", "lam", "sigma", "r", "weights", "mixture", "init", "steps", "seeds",
+                      "prompts")
+"""The parameters that name a setting in the paper table's verdicts (the full setting is in the
+evidence column)."""
+
+OUTCOME_WORDS = {"supported": "supported", "qualified": "supported with a qualification",
+                 "contradicted": "contradicted", "open": "not decided"}
+
+
+def _short_setting(setting: dict) -> str:
+    return _pairs({k: setting[k] for k in PAPER_SETTING_KEYS if k in setting}, ", ") or _pairs(setting, ", ")
+
+
+def _paper_table(app, fromdoc: str, claims) -> nodes.table:
+    """One row per claim of the paper: its statement and setting, the book's claims that bear on
+    it (each with its setting, its verdict and how it bears), and the verdict on the paper's
+    claim that they give together (attnclust.claims.paper_verdict)."""
+    from attnclust.claims import PAPER, paper_verdict
+
+    rows = []
+    for pkey, paper in PAPER.items():
+        mine = [(d, k, it) for d, k, it in claims if it["record"].get("paper") == pkey]
+        first = nodes.paragraph()
+        first += nodes.Text(paper.statement)
+        cell = [first, nodes.paragraph("", "", nodes.emphasis("", f"Setting: {paper.setting}"))]
+        evidence = []
+        for doc, key, item in mine:
+            rec = item["record"]
+            para = _sentence_cell(app, fromdoc, doc, key, item)[0]
+            para += nodes.Text(f" [{VERDICT_WORDS[rec['verdict']]}; it {rec['bearing']} the paper's claim]")
+            evidence.append(para)
+            evidence.append(nodes.paragraph("", "", nodes.emphasis(
+                "", f"At: {_pairs(rec['setting'], ', ')}")))
+        if not evidence:
+            evidence = [_text("The book has no claim that tests it.")]
+        verdict = paper_verdict([item["record"] for _, _, item in mine])
+        judged = nodes.paragraph()
+        judged += nodes.strong("", verdict.headline)
+        out = [judged]
+        for outcome, key, setting in verdict.outcomes:
+            out.append(_text(f"{OUTCOME_WORDS[outcome]} at {_short_setting(setting)} ({key})"))
+        rows.append(([cell, evidence, out], f"paper-{pkey}"))
+    return _table(["The paper claims (and its setting)", "What the book measures, at the book's setting",
+                   "Verdict on the paper's claim, as tested here"], [28, 47, 25], rows, ["claims-paper"])
+
+
 def fill(app, doctree, fromdoc):
     """Resolve the backlinks of a page and fill the ledger tables of the Claims page."""
     pages = sorted(_pages(app.env))
@@ -277,18 +324,7 @@ def fill(app, doctree, fromdoc):
     claims = _claims_in_order(app)
     for node in ledgers:
         if node["kind"] == "paper":
-            from attnclust.claims import PAPER
-
-            rows = []
-            for pkey, text in PAPER.items():
-                mine = [(d, k, it) for d, k, it in claims if it["record"].get("paper") == pkey]
-                if not mine:
-                    rows.append(([_text(text), _text("not yet tested by the book"), _text(""), _text("open")], None))
-                for i, (doc, key, item) in enumerate(mine):
-                    rows.append(([_text(text if i == 0 else ""), _sentence_cell(app, fromdoc, doc, key, item),
-                                  _text(_pairs(item["record"]["setting"], ", ")), _verdict(item["record"])], None))
-            node.replace_self(_table(["The paper claims", "The book finds", "Setting", "Verdict"],
-                                     [25, 40, 20, 15], rows, ["claims-paper"]))
+            node.replace_self(_paper_table(app, fromdoc, claims))
         elif node["kind"] == "summary":
             counts: dict[str, dict[str, int]] = {}
             for doc, _, item in claims:

@@ -47,8 +47,11 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
   gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
   build, as for any failing cell. A prose that says something does *not* hold states the
   claim with ``expect="fails"``.
-- ``paper`` ties a claim to a claim of the paper (a key of ``PAPER``): the Claims page opens
-  with the table of what the paper claims against what the book finds.
+- ``paper`` ties a claim to a claim of the paper (a key of ``PAPER``) and ``bearing`` says how
+  it bears on it ("supports", "qualifies" or "contradicts" when it holds): the Claims page
+  opens with the table of the paper's claims, each with its setting, the book's evidence at
+  the book's settings, and a verdict on the paper's claim computed from them
+  (``paper_verdict``).
 
 Outside a Jupyter kernel (tests, scripts) ``claim`` only checks and returns the ``Claim``.
 """
@@ -67,8 +70,9 @@ from . import _json
 from .stats import Interval, PairedDifference
 
 __all__ = [
-    "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError", "Verdict", "at_least",
-    "all_of", "at_most", "claim", "close_to", "excludes", "holds_if", "margin", "relaxed",
+    "BEARINGS", "OUTCOMES", "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError",
+    "PaperClaim", "PaperVerdict", "Verdict", "at_least", "all_of", "at_most", "bears_on_paper", "claim",
+    "close_to", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relaxed",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
@@ -84,30 +88,60 @@ SCALES = ("size", "angle")
 unbounded quantity); "angle", the angle ``arccos(bound)`` of a cosine bound (a quantity bounded
 by 1, where 10% of the bound's size would accept tens of degrees)."""
 
-PAPER: dict[str, str] = {
-    "alignment": (
+@dataclass(frozen=True)
+class PaperClaim:
+    """A claim of the paper, in the book's words, with the setting the paper states it in.
+
+    Attributes:
+        statement: what the paper claims.
+        setting: the setting of the paper's claim, in words (or, for an extension the book
+            tests, that the paper does not make it and what the book changes).
+    """
+
+    statement: str
+    setting: str
+
+
+PAPER: dict[str, PaperClaim] = {
+    "alignment": PaperClaim(
         "Minimising an unsupervised population risk drives the parameters of a simple "
-        "two-head attention layer to align with the centroids of a Gaussian mixture."
-    ),
-    "quantization": (
+        "two-head attention layer to align with the centroids of a Gaussian mixture.",
+        "The paper's simplified layer (each head a rank-one query-key and value-output "
+        "matrix), a mixture of two Gaussian components, its population risk."),
+    "quantization": PaperClaim(
         "An attention layer with key, query and value fixed to the identity quantizes the "
         "tokens of a prompt towards their own cluster's centre, in context, with no "
-        "trainable parameter."
-    ),
-    "more-centroids": (
-        "Extension, tested by the book (the paper's layer has two heads for two centroids): "
-        "with K > 2 centroids and K heads, minimising the risk aligns each head with a centroid."
-    ),
-    "other-mixtures": (
-        "Extension, tested by the book (the paper's analysis assumes an isotropic mixture): "
-        "the alignment persists for unequal weights, unequal or anisotropic variances, "
-        "centroids at an angle and centred mixtures."
-    ),
+        "trainable parameter.",
+        "One attention layer with identity key, query and value and a temperature; prompts "
+        "of tokens from a Gaussian mixture whose centroids may change from prompt to prompt."),
+    "more-centroids": PaperClaim(
+        "With K > 2 centroids and K heads, minimising the risk aligns each head with a "
+        "centroid.",
+        "Not a claim of the paper (its layer has two heads for two centroids): an extension "
+        "the book tests, the paper's alignment claim with more centroids and heads."),
+    "other-mixtures": PaperClaim(
+        "The alignment persists for unequal weights, unequal or anisotropic variances, "
+        "centroids at an angle and centred mixtures.",
+        "Not a claim of the paper (its analysis assumes an isotropic mixture): an extension the "
+        "book tests, the paper's alignment claim with the mixture changed."),
 }
-"""The rows of the first table of the Claims page, the claims of the paper by Maulen-Soto,
-Boyer and Marion (2025) in the book's words. A claim of the book with ``paper=key`` is listed under
-that row. Add a row here for each further claim of the paper the book tests, and for each
-extension of it that the book tests (worded as such: "Extension, tested by the book...")."""
+"""The rows of the first table of the Claims page: the claims of the paper by Maulen-Soto,
+Boyer and Marion (2025) in the book's words, with the paper's setting, and the extensions of
+them that the book tests. A claim of the book with ``paper=key`` bears on that row, in the
+way its ``bearing`` says (``BEARINGS``), and ``paper_verdict`` judges the paper's claim from
+all of them. Add a row here for each further claim of the paper the book tests, and for each
+extension of it (its setting says "Not a claim of the paper")."""
+
+BEARINGS = ("supports", "qualifies", "contradicts")
+"""How a claim of the book bears on the paper's claim it names, when the book's claim holds:
+"supports" (it is evidence for the paper's claim at the book's setting), "qualifies" (the
+paper's claim holds there only with a qualification the book's claim states, for instance
+"aligned up to a tilt"), "contradicts" (it is evidence against). When the book's claim does
+not hold, a supporting claim becomes evidence against the paper's claim, a contradicting one
+evidence for it, and a qualification falls away (``bears_on_paper``)."""
+
+OUTCOMES = ("supported", "qualified", "contradicted", "open")
+"""What one claim of the book says of the paper's claim at its setting (``bears_on_paper``)."""
 
 ID_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 """Claim ids: lowercase words and digits joined by hyphens ("training-small-start-aligns")."""
@@ -124,16 +158,23 @@ class Verdict:
     Attributes:
         kind: one of ``VERDICTS``.
         detail: why, or by how much (for "approx", "fails" and "open").
+        margin_se: for a verdict on a statistic, how far its estimate is from the bound the
+            verdict was decided against, in standard errors (``margin_in_se``): positive on the
+            claimed side. A small value (below about 2) marks a verdict that more samples could
+            change. None for a verdict on a plain number or a fact.
     """
 
     kind: str
     detail: str = ""
+    margin_se: float | None = None
 
     def __post_init__(self):
         if self.kind not in VERDICTS:
             raise ValueError(f"kind must be one of {VERDICTS}, got kind={self.kind!r}")
         if not isinstance(self.detail, str):
             raise TypeError(f"detail must be a string, got detail={self.detail!r}")
+        if self.margin_se is not None:
+            object.__setattr__(self, "margin_se", _number("margin_se", self.margin_se))
 
 
 Number = Union[int, float, np.integer, np.floating]
@@ -158,6 +199,42 @@ def _tolerance(name: str, value: Any) -> float:
 
 def _g(x: float) -> str:
     return f"{x:.4g}"
+
+
+def margin_in_se(value: Interval, bound: float, side: int) -> float:
+    """How far ``value.estimate`` is from ``bound``, in standard errors, positive on ``side``
+    (+1: the claim is ``estimate >= bound``; -1: ``estimate <= bound``).
+
+    The standard error is read off the interval: its half-width on the side of the bound
+    (the estimate to the end facing the bound) over the normal quantile of its level, so for
+    an asymmetric interval (an exact binomial one) it is the spread that decides the verdict;
+    where that half is empty (an estimate at the end of its interval) the whole width over
+    twice the quantile is used. An approximation for a non-normal statistic: it ranks how
+    close a verdict is to changing, it is not a test.
+    """
+    from scipy.stats import norm
+
+    if not isinstance(value, Interval):
+        raise TypeError(f"value must be an Interval, got value={value!r}")
+    bound = _number("bound", bound)
+    if side not in (1, -1):
+        raise ValueError(f"side must be +1 or -1, got side={side!r}")
+    q = float(norm.ppf(0.5 + value.level / 2))
+    half = value.estimate - value.low if side > 0 else value.high - value.estimate
+    se = half / q if half > 0 else (value.high - value.low) / (2 * q)
+    gap = side * (value.estimate - bound)
+    if se <= 0:
+        return math.copysign(math.inf, gap) if gap else 0.0
+    return gap / se
+
+
+def _finite(x: float | None) -> float | None:
+    """``x`` for the JSON record: None for an infinite margin (an interval of width 0)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _with_margin(verdict: Verdict, margin_se: float) -> Verdict:
+    return Verdict(verdict.kind, verdict.detail, margin_se)
 
 
 def holds_if(condition: bool, detail: str = "") -> Verdict:
@@ -230,23 +307,31 @@ def _on(scale: str) -> str:
     return "" if scale == "size" else " on the angle scale"
 
 
+def _one_sided_interval(value: Interval, bound: float, m: float | None, sign: int, scale: str) -> Verdict:
+    word = ">=" if sign > 0 else "<="
+    near, far = (value.low, value.high) if sign > 0 else (value.high, value.low)
+    if sign * (near - bound) >= 0:
+        return Verdict("holds", f"the whole interval is {word} {_g(bound)}")
+    if m is not None and m > 0 and sign * (near - bound) >= -m:
+        return Verdict("approx", f"the whole interval is {word} {_g(bound - sign * m)}, within the "
+                                 f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} of {_g(bound)}; estimate "
+                                 f"{_g(value.estimate)}")
+    edge = bound if m is None else bound - sign * m
+    if sign * (far - edge) < 0:
+        return Verdict("fails", f"the whole interval is on the wrong side of {_g(edge)}")
+    return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} contains {_g(edge)}")
+
+
 def _one_sided(value: Value, bound: Any, approx: Any, sign: int, scale: str) -> Verdict:
     """at_least (sign = +1) or at_most (sign = -1)."""
     bound = _number("bound", bound)
     m = margin(bound, sign, scale) if _flag(approx) else None
     word = ">=" if sign > 0 else "<="
     if isinstance(value, Interval):
-        near, far = (value.low, value.high) if sign > 0 else (value.high, value.low)
-        if sign * (near - bound) >= 0:
-            return Verdict("holds", f"the whole interval is {word} {_g(bound)}")
-        if m is not None and m > 0 and sign * (near - bound) >= -m:
-            return Verdict("approx", f"the whole interval is {word} {_g(bound - sign * m)}, within the "
-                                     f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} of {_g(bound)}; estimate "
-                                     f"{_g(value.estimate)}")
-        edge = bound if m is None else bound - sign * m
-        if sign * (far - edge) < 0:
-            return Verdict("fails", f"the whole interval is on the wrong side of {_g(edge)}")
-        return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} contains {_g(edge)}")
+        verdict = _one_sided_interval(value, bound, m, sign, scale)
+        # "holds" is decided against the bound, the other verdicts against the relaxed one
+        edge = bound if m is None or verdict.kind == "holds" else bound - sign * m
+        return _with_margin(verdict, margin_in_se(value, edge, sign))
     x = _number("value", value)
     if sign * (x - bound) >= 0:
         return Verdict("holds", f"{_g(x)} {word} {_g(bound)}")
@@ -323,17 +408,21 @@ def close_to(value: Value, target: float, *, tol: float, approx: bool = False,
     widened = band is not None and (band[0] < edges[0] or band[1] > edges[1])
     wide = "" if band is None else f"{_g(band[0])} to {_g(band[1])}"
     if isinstance(value, Interval):
+        def z(kind: str) -> float:
+            lo, hi = edges if band is None or kind == "holds" else band
+            return min(margin_in_se(value, lo, +1), margin_in_se(value, hi, -1))
+
         if edges[0] <= value.low and value.high <= edges[1]:
-            return Verdict("holds", f"the interval lies within {say}")
+            return Verdict("holds", f"the interval lies within {say}", z("holds"))
         if widened and band[0] <= value.low and value.high <= band[1]:
             return Verdict("approx", f"the interval lies in {wide} ({say} and the "
                                      f"{RELATIVE_MARGIN:.0%} margin{_on(scale)}); estimate off by "
-                                     f"{_g(abs(value.estimate - target))}")
+                                     f"{_g(abs(value.estimate - target))}", z("approx"))
         lo, hi = edges if band is None else band
         if value.low > hi or value.high < lo:
-            return Verdict("fails", f"the interval lies outside {_g(lo)} to {_g(hi)}")
+            return Verdict("fails", f"the interval lies outside {_g(lo)} to {_g(hi)}", z("fails"))
         return Verdict("open", f"the interval {_g(value.low)} to {_g(value.high)} is not decided "
-                               f"against {_g(lo)} to {_g(hi)}")
+                               f"against {_g(lo)} to {_g(hi)}", z("open"))
     x = _number("value", value)
     off = abs(x - target)
     if edges[0] <= x <= edges[1]:
@@ -352,22 +441,93 @@ def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
     if not isinstance(iv, Interval):
         raise TypeError(f"value must be an Interval or a PairedDifference, got value={value!r}")
     point = _number("point", point)
+    z = margin_in_se(iv, point, 1 if iv.estimate >= point else -1)
     if iv.contains(point):
-        return Verdict("open", f"the interval {_g(iv.low)} to {_g(iv.high)} contains {_g(point)}")
+        return Verdict("open", f"the interval {_g(iv.low)} to {_g(iv.high)} contains {_g(point)}", z)
     side = "above" if iv.low > point else "below"
-    return Verdict("holds", f"the whole interval is {side} {_g(point)}")
+    return Verdict("holds", f"the whole interval is {side} {_g(point)}", z)
 
 
 def all_of(*verdicts: Verdict) -> Verdict:
     """The verdict of a sentence that says several things, each with its own verdict: the
     weakest of them ("fails" before "open" before "approx" before "holds"), with the details
-    of the ones that are not "holds"."""
+    of the ones that are not "holds", and the smallest of their margins in standard errors."""
     if not verdicts or not all(isinstance(x, Verdict) for x in verdicts):
         raise TypeError(f"verdicts must be one or more Verdicts, got {verdicts!r}")
+    margins = [x.margin_se for x in verdicts if x.margin_se is not None]
+    z = min(margins, key=abs) if margins else None
     for kind in ("fails", "open", "approx"):
         if any(x.kind == kind for x in verdicts):
-            return Verdict(kind, "; ".join(x.detail for x in verdicts if x.kind != "holds"))
-    return Verdict("holds", "")
+            return Verdict(kind, "; ".join(x.detail for x in verdicts if x.kind != "holds"), z)
+    return Verdict("holds", "", z)
+
+
+def bears_on_paper(verdict: str, bearing: str) -> str:
+    """What a claim of the book, with verdict ``verdict``, says of the paper's claim it bears
+    on with ``bearing``: one of ``OUTCOMES``.
+
+    A claim that holds (or holds approximately) counts as its bearing says: "supported",
+    "qualified" or "contradicted". One that does not hold counts the other way: a supporting
+    claim that fails is evidence against the paper's claim ("contradicted"), a contradicting one
+    that fails is evidence for it ("supported"), a qualification that fails leaves it
+    "supported". An open claim decides nothing ("open").
+    """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got verdict={verdict!r}")
+    if bearing not in BEARINGS:
+        raise ValueError(f"bearing must be one of {BEARINGS}, got bearing={bearing!r}")
+    if verdict == "open":
+        return "open"
+    if verdict in ("holds", "approx"):
+        return {"supports": "supported", "qualifies": "qualified", "contradicts": "contradicted"}[bearing]
+    return {"supports": "contradicted", "qualifies": "supported", "contradicts": "supported"}[bearing]
+
+
+@dataclass(frozen=True)
+class PaperVerdict:
+    """The verdict on one claim of the paper, as the book tests it (``paper_verdict``).
+
+    Attributes:
+        headline: the verdict in words ("not tested", "supported at every setting tested",
+            "supported with qualifications", "contradicted for the book's model at every
+            setting tested", "supported at some settings, contradicted at others", "open"),
+            with "; open at some settings" when some claims cannot decide.
+        outcomes: for each claim of the book that bears on it, ``(outcome, id, setting)``.
+    """
+
+    headline: str
+    outcomes: tuple
+
+
+def paper_verdict(records: list[Mapping[str, Any]]) -> PaperVerdict:
+    """The verdict on a claim of the paper from the claims of the book that bear on it.
+
+    Args:
+        records: the ledger records (``Claim.as_dict``) of the claims with ``paper=`` this
+            claim of the paper, each with its "verdict", "bearing", "id" and "setting".
+
+    Returns:
+        The ``PaperVerdict``: each record's outcome (``bears_on_paper``) with its setting, and
+        a headline that names what the outcomes say together.
+    """
+    outcomes = tuple((bears_on_paper(r["verdict"], r["bearing"]), r["id"], r["setting"]) for r in records)
+    kinds = {o for o, _, _ in outcomes}
+    decided = kinds - {"open"}
+    if not outcomes:
+        return PaperVerdict("not tested", outcomes)
+    if not decided:
+        return PaperVerdict("open", outcomes)
+    if "contradicted" in decided and decided != {"contradicted"}:
+        headline = "supported at some settings, contradicted at others"
+    elif "contradicted" in decided:
+        headline = "contradicted for the book's model at every setting tested"
+    elif "qualified" in decided:
+        headline = "supported with qualifications"
+    else:
+        headline = "supported at every setting tested"
+    if "open" in kinds:
+        headline += "; open at some settings"
+    return PaperVerdict(headline, outcomes)
 
 
 def _plain(name: str, value: Any) -> Any:
@@ -391,7 +551,8 @@ class Claim:
         evidence: the measured numbers, as JSON data.
         verdict: the ``Verdict`` computed from the evidence.
         expect: the verdicts the prose is written for.
-        paper: the key of ``PAPER`` this claim answers, or None.
+        paper: the key of ``PAPER`` this claim bears on, or None.
+        bearing: how it bears on it (one of ``BEARINGS``), or None without ``paper``.
     """
 
     id: str
@@ -401,13 +562,16 @@ class Claim:
     verdict: Verdict
     expect: tuple = ("holds",)
     paper: str | None = None
+    bearing: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The claim as the JSON record of the ledger."""
         return {"id": self.id, "sentence": self.sentence, "setting": self.setting,
                 "evidence": self.evidence, "verdict": self.verdict.kind,
-                "detail": self.verdict.detail, "expect": list(self.expect), "paper": self.paper,
-                "paper_claim": PAPER.get(self.paper) if self.paper else None}
+                "detail": self.verdict.detail, "margin_se": _finite(self.verdict.margin_se),
+                "expect": list(self.expect), "paper": self.paper,
+                "bearing": self.bearing,
+                "paper_claim": PAPER[self.paper].statement if self.paper else None}
 
     def _ipython_display_(self) -> None:
         """A claim left as a cell's last value shows nothing on the page: its sentence is in
@@ -423,6 +587,7 @@ def claim(
     verdict: Verdict,
     expect: str | tuple[str, ...] = "holds",
     paper: str | None = None,
+    bearing: str | None = None,
 ) -> Claim:
     """State a claim of the book and record it in the ledger (see the module docstring).
 
@@ -439,7 +604,9 @@ def claim(
             strings, short lists).
         verdict: the ``Verdict`` computed from the evidence (``at_least``, ``close_to``...).
         expect: the verdict, or verdicts, the prose is written for.
-        paper: a key of ``PAPER`` when the claim answers a claim of the paper.
+        paper: a key of ``PAPER`` when the claim bears on a claim of the paper.
+        bearing: with ``paper``, how it bears on it when it holds (one of ``BEARINGS``):
+            the Claims page judges the paper's claim from it (``paper_verdict``).
 
     Returns:
         The ``Claim``.
@@ -447,7 +614,8 @@ def claim(
     Raises:
         ClaimError: the verdict is not one of ``expect`` (the chapter's cell fails, and with
             it the build).
-        ValueError: a bad id, an empty sentence or setting, an unknown ``paper`` or ``expect``.
+        ValueError: a bad id, an empty sentence or setting, an unknown ``paper``, ``bearing`` or
+            ``expect``, a ``paper`` without a ``bearing`` or a ``bearing`` without a ``paper``.
         TypeError: a verdict that is not a ``Verdict``, evidence that is not JSON-like.
     """
     if not isinstance(id, str) or not ID_PATTERN.fullmatch(id):
@@ -467,8 +635,13 @@ def claim(
             raise ValueError(f"expect must be verdicts of {VERDICTS}, got {kind!r}")
     if paper is not None and paper not in PAPER:
         raise ValueError(f"paper must be one of {tuple(PAPER)} or None, got paper={paper!r}")
+    if (paper is None) != (bearing is None):
+        raise ValueError(f"paper and bearing go together: a claim that bears on a claim of the "
+                         f"paper says how, got paper={paper!r}, bearing={bearing!r}")
+    if bearing is not None and bearing not in BEARINGS:
+        raise ValueError(f"bearing must be one of {BEARINGS}, got bearing={bearing!r}")
     record = Claim(id, sentence.strip(), _plain("setting", dict(setting)),
-                   _plain("evidence", dict(evidence)), verdict, expect, paper)
+                   _plain("evidence", dict(evidence)), verdict, expect, paper, bearing)
     if verdict.kind not in expect:
         raise ClaimError(
             f"claim {id!r}: the evidence gives the verdict {verdict.kind!r} ({verdict.detail}), "

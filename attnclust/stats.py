@@ -39,6 +39,9 @@ __all__ = [
     "binomial_interval",
     "rate_difference",
     "mean_interval",
+    "mean_difference",
+    "paired_median_difference",
+    "median_interval",
     "paired_difference",
     "percentile_interval",
 ]
@@ -193,6 +196,35 @@ def mean_interval(x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.
     return Interval(mean, mean - half, mean + half, level, "t", int(x.size))
 
 
+def mean_difference(
+    x: Float[ArrayLike, " n"] | Sequence[float], y: Float[ArrayLike, " m"] | Sequence[float], level: float = 0.95
+) -> Interval:
+    """The difference ``mean(x) - mean(y)`` of two independent samples (two settings measured on
+    their own draws, not paired), with Welch's t interval (``scipy.stats.ttest_ind`` with
+    ``equal_var=False``): it does not assume the two spreads are equal. For the same draws
+    measured twice use ``paired_difference``.
+
+    Args:
+        x: ``(n,)`` the first sample, finite, n >= 2.
+        y: ``(m,)`` the second, finite, m >= 2.
+        level: the confidence level, in (0, 1).
+
+    Returns:
+        The ``Interval`` of the difference (``n`` is ``n + m``).
+
+    Raises:
+        ValueError: a sample not one-dimensional, with fewer than 2 draws or not finite.
+    """
+    x, y = _sample("x", x), _sample("y", y)
+    for name, arr in (("x", x), ("y", y)):
+        if arr.size < 2:
+            raise ValueError(f"{name} must hold at least 2 draws for an interval, got {arr.size}")
+    level = _level(level)
+    ci = _stats.ttest_ind(x, y, equal_var=False).confidence_interval(confidence_level=level)
+    return Interval(float(np.mean(x) - np.mean(y)), float(ci.low), float(ci.high), level, "Welch t",
+                    int(x.size + y.size))
+
+
 def percentile_interval(
     x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.95, n_resamples: int = 9_999, seed: int = 0
 ) -> Interval:
@@ -247,6 +279,95 @@ def _bootstrap_mean(x: np.ndarray, level: float, n_resamples: int, seed: int) ->
     raise ValueError("the bootstrap interval is undefined for these differences")  # pragma: no cover
 
 
+def _paired_args(a, b, level, n_resamples, what: str) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """The checked arguments of a paired comparison: two samples of the same ``what``."""
+    a, b = _sample("a", a), _sample("b", b)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must hold the same {what}, got {a.size} and {b.size} values")
+    if a.size < 2:
+        raise ValueError(f"a and b must hold at least 2 {what}, got {a.size}")
+    return a, b, _level(level), v.positive_int("n_resamples", n_resamples, minimum=100)
+
+
+def paired_median_difference(
+    a: Float[ArrayLike, " n"] | Sequence[float],
+    b: Float[ArrayLike, " n"] | Sequence[float],
+    *,
+    level: float = 0.95,
+    n_resamples: int = 4999,
+    seed: int = 0,
+) -> Interval:
+    """The difference ``median(a) - median(b)`` of two settings measured on the same draws (the
+    same seeds trained at two separations), with a paired percentile bootstrap interval
+    (``scipy.stats.bootstrap`` with ``paired=True``: a resample draws seeds, and keeps each
+    seed's two values together). Percentile, not BCa: the median of a few draws takes few
+    distinct values, where BCa's acceleration is undefined.
+
+    Args:
+        a: ``(n,)`` the first setting's value for each draw.
+        b: ``(n,)`` the second setting's value for the same draws, in the same order.
+        level: the confidence level, in (0, 1).
+        n_resamples: bootstrap resamples, an integer >= 100.
+        seed: the bootstrap's seed.
+
+    Returns:
+        The ``Interval`` of the difference of the medians, method "paired bootstrap
+        percentile" (width 0 when every resample gives the same difference).
+
+    Raises:
+        ValueError: ``a`` and ``b`` of different lengths, fewer than 2 draws, not finite; a
+            bad ``level`` or ``n_resamples``.
+    """
+    a, b, level, n_resamples = _paired_args(a, b, level, n_resamples, "draws")
+    est = float(np.median(a) - np.median(b))
+    method = "paired bootstrap percentile"
+    if np.all(a == a[0]) and np.all(b == b[0]):
+        return Interval(est, est, est, level, method, int(a.size))
+
+    def stat(x, y, axis=-1):
+        return np.median(x, axis=axis) - np.median(y, axis=axis)
+
+    res = _stats.bootstrap((a, b), stat, paired=True, vectorized=True, confidence_level=level,
+                           n_resamples=n_resamples, method="percentile",
+                           random_state=np.random.default_rng(seed))
+    return Interval(est, float(res.confidence_interval.low), float(res.confidence_interval.high), level,
+                    method, int(a.size))
+
+
+def median_interval(
+    x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.95, n_resamples: int = 4999, seed: int = 0
+) -> Interval:
+    """The median of ``n`` independent draws with a percentile bootstrap interval
+    (``scipy.stats.bootstrap``, seeded; percentile, as in ``paired_median_difference``).
+
+    Args:
+        x: ``(n,)`` the draws, finite, n >= 2.
+        level: the confidence level, in (0, 1).
+        n_resamples: bootstrap resamples, an integer >= 100.
+        seed: the bootstrap's seed.
+
+    Returns:
+        The ``Interval`` of the median, method "bootstrap percentile" (width 0 when every draw
+        is equal).
+
+    Raises:
+        ValueError: ``x`` not one-dimensional, fewer than 2 draws, not finite; a bad ``level``
+            or ``n_resamples``.
+    """
+    x = _sample("x", x)
+    if x.size < 2:
+        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
+    level = _level(level)
+    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    med = float(np.median(x))
+    if np.all(x == x[0]):
+        return Interval(med, med, med, level, "bootstrap percentile", int(x.size))
+    res = _stats.bootstrap((x,), np.median, confidence_level=level, n_resamples=n_resamples,
+                           method="percentile", random_state=np.random.default_rng(seed))
+    return Interval(med, float(res.confidence_interval.low), float(res.confidence_interval.high), level,
+                    "bootstrap percentile", int(x.size))
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     """Two methods scored on the same ``n`` prompts: the mean of the differences ``a - b``
@@ -299,14 +420,7 @@ def paired_difference(
         ValueError: ``a`` and ``b`` of different lengths, fewer than 2 prompts, not finite;
             a bad ``level`` or ``n_resamples``.
     """
-    a = _sample("a", a)
-    b = _sample("b", b)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must score the same prompts, got {a.size} and {b.size} scores")
-    if a.size < 2:
-        raise ValueError(f"a and b must hold at least 2 prompts, got {a.size}")
-    level = _level(level)
-    n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
+    a, b, level, n_resamples = _paired_args(a, b, level, n_resamples, "prompts")
     diff = a - b
     mean = float(np.mean(diff))
     if np.all(diff == diff[0]):

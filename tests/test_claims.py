@@ -105,12 +105,12 @@ def make(**kw):
 
 def test_claim_record_is_json():
     c = make(evidence=dict(x=np.float32(0.97), rate=stats.binomial_interval(15, 16), Ls=np.arange(3),
-                           L_inf=float("inf")), paper="alignment")
+                           L_inf=float("inf")), paper="alignment", bearing="supports")
     rec = json.loads(json.dumps(c.as_dict()))
     assert rec["verdict"] == "holds" and rec["setting"]["L"] == 50
     assert rec["evidence"]["rate"]["n"] == 16 and rec["evidence"]["Ls"] == [0, 1, 2]
     assert rec["evidence"]["L_inf"] == "inf"
-    assert rec["paper_claim"] == claims.PAPER["alignment"]
+    assert rec["paper_claim"] == claims.PAPER["alignment"].statement and rec["bearing"] == "supports"
 
 
 def test_claim_that_the_evidence_contradicts_fails():
@@ -127,7 +127,10 @@ def test_claim_that_the_evidence_contradicts_fails():
     (dict(evidence={}), ValueError),
     (dict(verdict="holds"), TypeError),
     (dict(expect="true"), ValueError),
-    (dict(paper="nonexistent"), ValueError),
+    (dict(paper="nonexistent", bearing="supports"), ValueError),
+    (dict(paper="alignment"), ValueError),  # a claim of the paper without how it bears on it
+    (dict(bearing="supports"), ValueError),
+    (dict(paper="alignment", bearing="agrees"), ValueError),
     (dict(evidence=dict(x=object())), TypeError),
     (dict(evidence=dict(x=np.zeros(100))), ValueError),
 ])
@@ -211,3 +214,47 @@ def test_all_of_is_the_weakest_verdict():
     assert claims.all_of(o, f, a).kind == "fails" and "no" in claims.all_of(o, f).detail
     with pytest.raises(TypeError):
         claims.all_of()
+
+
+def test_a_failed_supporting_claim_counts_against_the_paper():
+    on = claims.bears_on_paper
+    assert [on(v, "supports") for v in claims.VERDICTS] == ["supported", "supported", "contradicted", "open"]
+    assert [on(v, "contradicts") for v in claims.VERDICTS] == ["contradicted", "contradicted", "supported", "open"]
+    assert [on(v, "qualifies") for v in claims.VERDICTS] == ["qualified", "qualified", "supported", "open"]
+    with pytest.raises(ValueError, match="bearing"):
+        on("holds", "agrees")
+    with pytest.raises(ValueError, match="verdict"):
+        on("true", "supports")
+
+
+def test_paper_verdict_names_what_its_claims_say_together():
+    def rec(verdict, bearing, L=50):
+        return dict(id=f"c-{verdict}-{bearing}", verdict=verdict, bearing=bearing, setting=dict(L=L))
+
+    verdict = claims.paper_verdict
+    assert verdict([]).headline == "not tested"
+    assert verdict([rec("open", "supports")]).headline == "open"
+    assert verdict([rec("holds", "supports")]).headline == "supported at every setting tested"
+    assert verdict([rec("holds", "supports"), rec("approx", "qualifies")]).headline == "supported with qualifications"
+    # a supporting claim that fails is evidence against the paper's claim
+    assert verdict([rec("fails", "supports")]).headline.startswith("contradicted")
+    mixed = verdict([rec("holds", "supports", 50), rec("holds", "contradicts", 100), rec("open", "supports")])
+    assert mixed.headline == "supported at some settings, contradicted at others; open at some settings"
+    assert [(o, s["L"]) for o, _, s in mixed.outcomes] == [("supported", 50), ("contradicted", 100), ("open", 50)]
+
+
+def test_margin_in_standard_errors():
+    # a symmetric 95% interval of half-width 1.96 has standard error 1
+    x = iv(0.5, 0.5 - 1.959964, 0.5 + 1.959964)
+    assert claims.margin_in_se(x, 0.0, +1) == pytest.approx(0.5, rel=1e-5)
+    assert claims.margin_in_se(x, 0.0, -1) == pytest.approx(-0.5, rel=1e-5)
+    # the verdicts carry it: an interval that barely holds has a small margin
+    assert claims.at_least(iv(0.5, 0.45, 0.55), 0.44).margin_se == pytest.approx(0.06 / (0.05 / 1.959964), rel=1e-5)
+    assert claims.excludes(iv(0.1, 0.02, 0.18)).margin_se == pytest.approx(0.1 / (0.08 / 1.959964), rel=1e-5)
+    inside = claims.close_to(iv(0.5, 0.45, 0.55), 0.5, tol=0.1)
+    assert inside.margin_se == pytest.approx(0.1 / (0.05 / 1.959964), rel=1e-5)
+    both = claims.all_of(claims.at_least(iv(0.5, 0.45, 0.55), 0.44), claims.holds_if(True))
+    assert both.margin_se == pytest.approx(claims.at_least(iv(0.5, 0.45, 0.55), 0.44).margin_se)
+    assert claims.at_least(0.9, 0.5).margin_se is None  # a plain number has no standard error
+    # an asymmetric interval: the half facing the bound decides
+    assert claims.at_least(iv(1.0, 0.79, 1.0), 0.5).margin_se == pytest.approx(0.5 / (0.21 / 1.959964), rel=1e-5)

@@ -28,7 +28,7 @@ from attnclust import claims, stats
 rate = stats.binomial_interval(15, 16)
 claims.claim("toy-aligns", f"{15} of {16} seeds end with $|\cos| \ge 0.95$.",
              setting=dict(K=2, d=5, L=50, lam=1.0, seeds=16), evidence=dict(rate=rate),
-             verdict=claims.at_least(rate, 0.5), paper="alignment")
+             verdict=claims.at_least(rate, 0.5), paper="alignment", bearing="supports")
 claims.claim("toy-risk", "The risk is below one.", setting=dict(L="inf"), evidence=dict(risk=0.9),
              verdict=claims.at_most(0.9, 1.0));
 ```
@@ -100,8 +100,14 @@ def test_ledger_page_json_and_links(tmp_path):
     # the row, its verdict, its setting (lam shown as the symbol) and the link back
     assert 'id="ledger-toy-aligns"' in ledger and 'href="toy.html#claim-toy-aligns"' in ledger
     assert "λ = 1" in ledger and "holds" in ledger and "exact binomial" in ledger
-    # the paper's table names the paper's claims, tested or not
-    assert "not yet tested by the book" in ledger  # the quantization claim has no claim here
+    # the paper's table names the paper's claims with their setting, tested or not, and judges
+    # the paper's claim from the book's claims that bear on it
+    assert 'id="paper-quantization"' in ledger and "The book has no claim that tests it." in ledger
+    assert "Setting: The paper&#8217;s simplified layer" in ledger or "Setting: The paper's simplified layer" in ledger
+    assert "holds; it supports the paper" in ledger.replace("&#8217;", "'")
+    assert "<strong>supported at every setting tested</strong>" in ledger
+    assert "<strong>not tested</strong>" in ledger
+    assert "supported at K = 2, d = 5, L = 50, λ = 1, seeds = 16 (toy-aligns)" in ledger
     # the summary counts both claims as holding
     assert re.search(r"All chapters</p>\s*</td>\s*<td><p>2</p>\s*</td>\s*<td><p>2</p>", ledger)
     # math inserted into the page is typeset (MathJax is loaded on the page)

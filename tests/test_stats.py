@@ -129,3 +129,46 @@ def test_rate_difference_bad_counts():
         stats.rate_difference(1, 2, 3, 2)
     with pytest.raises(ValueError, match="n1"):
         stats.rate_difference(0, 0, 1, 2)
+
+
+def test_mean_difference_is_welchs_interval():
+    # Welch's interval written out: the two variances of the means and the Welch-Satterthwaite
+    # degrees of freedom, against scipy's ttest_ind behind stats.mean_difference
+    import scipy.stats as st
+
+    x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 6.0, 8.0, 10.0])
+    vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    df = (vx + vy) ** 2 / (vx ** 2 / (x.size - 1) + vy ** 2 / (y.size - 1))
+    half = st.t.ppf(0.975, df) * np.sqrt(vx + vy)
+    d = stats.mean_difference(x, y)
+    assert d.estimate == pytest.approx(-3.5)
+    assert (d.low, d.high) == pytest.approx((-3.5 - half, -3.5 + half), rel=1e-10)
+    assert d.method == "Welch t" and d.n == 9
+    with pytest.raises(ValueError, match="y must hold at least 2"):
+        stats.mean_difference(x, [1.0])
+
+
+def test_paired_median_difference_keeps_the_pairs():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=16) * 10.0  # a large spread shared by both settings of a seed
+    a, b = base + 1.0, base.copy()
+    d = stats.paired_median_difference(a, b)
+    # paired, the shared spread cancels: every resample's difference of medians is 1
+    assert (d.estimate, d.low, d.high) == pytest.approx((1.0, 1.0, 1.0))
+    # the pairs broken (b shuffled), the same medians give a wide interval
+    wide = stats.paired_median_difference(a, rng.permutation(b))
+    assert wide.estimate == pytest.approx(1.0) and wide.high - wide.low > 5
+    assert d.method == "paired bootstrap percentile" and d.n == 16
+    with pytest.raises(ValueError, match="same draws"):
+        stats.paired_median_difference(list(a), list(b[:-1]))
+
+
+def test_median_interval():
+    x = np.arange(1.0, 18.0)  # median 9; an order-statistic interval around it
+    m = stats.median_interval(x)
+    assert m.estimate == 9.0 and 5.0 <= m.low < 9.0 < m.high <= 13.0
+    # a far outlier moves the mean, not the median or its interval
+    y = x.copy()
+    y[-1] = 1e6
+    assert stats.median_interval(y).estimate == 9.0 and stats.median_interval(y).high <= 13.0
+    assert stats.median_interval([2.0, 2.0, 2.0]).low == 2.0

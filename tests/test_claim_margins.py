@@ -1,0 +1,54 @@
+"""scripts/claim_margins.py: it lists the claims whose verdict is close to changing, from a
+built ledger (claims.json) and from an executed notebook's glued records."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from attnclust import claims, stats
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "claim_margins.py"
+spec = importlib.util.spec_from_file_location("claim_margins", SCRIPT)
+cm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cm)
+
+
+def record(id, verdict, evidence):
+    return claims.claim(id, "A toy.", setting=dict(L=50), evidence=evidence, verdict=verdict,
+                        expect=verdict.kind).as_dict()
+
+
+def test_lists_the_close_calls_smallest_first(tmp_path, capsys):
+    near = stats.Interval(0.52, 0.50, 0.54)   # s.e. 0.0102: 2.45 s.e. above 0.495
+    far = stats.Interval(0.90, 0.85, 0.95)
+    recs = [record("toy-far", claims.at_least(far, 0.5), dict(x=far)),
+            record("toy-near", claims.at_least(near, 0.495), dict(x=near)),
+            record("toy-open", claims.at_least(near, 0.51), dict(x=near)),
+            record("toy-plain", claims.at_most(1.085, 1.1), dict(x=1.085))]
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({"claims": recs}))
+    assert cm.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 claims; 3 decided on a statistic" in out
+    listed = [line.split()[3] for line in out.splitlines() if " s.e.  " in line]
+    assert listed == ["toy-open", "toy-near"]  # toy-far is 16 s.e. away
+    assert "toy-plain" in out and "+1.4%" in out
+
+
+def test_reads_an_executed_notebook(tmp_path):
+    iv = stats.Interval(0.6, 0.55, 0.65)
+    rec = record("toy-nb", claims.at_least(iv, 0.5), dict(x=iv))
+    nb = {"cells": [{"outputs": [{"output_type": "display_data", "data": {cm.GLUED: rec}}]}]}
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps(nb))
+    (got,) = cm.records(path)
+    assert got["id"] == "toy-nb" and cm.margin(got)[0] == rec["margin_se"]
+
+
+def test_an_older_ledger_is_read_from_the_detail():
+    iv = stats.Interval(0.6, 0.55, 0.65)
+    rec = record("toy-old", claims.at_least(iv, 0.5), dict(x=iv))
+    z = rec.pop("margin_se")
+    assert cm.margin(rec) == (z, "s.e.")
