@@ -1,5 +1,6 @@
-"""attnclust.experiments.icq, icq_sweeps and digits: the sweep grid, reading the committed
-results files (every method at every point, intervals in order), the regimes experiment."""
+"""attnclust.experiments.icq, icq_sweeps, icq_baselines and digits: the sweep grid, reading the
+committed results files (every method at every point, intervals in order; the baselines on the
+sweeps' own prompts), the extra baselines and the repeated timings, the regimes experiment."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from attnclust import benchmark as B
 from attnclust import results
 from attnclust.experiments import digits as Dg
 from attnclust.experiments import icq as E
+from attnclust.experiments import icq_baselines as Bl
 from attnclust.experiments import icq_sweeps as S
 
 
@@ -49,8 +51,6 @@ def test_committed_sweeps_hold_every_method_at_every_point():
     for axis in S.SWEEPS:
         x, est, lo, hi = E.sweep_series(data, axis, B.KMEANS, "distortion")
         assert np.all(np.diff(x) > 0) and np.all(lo <= est) and np.all(est <= hi)
-    table = E.closing_tables(data)
-    assert table.count("**oracle**") == 3 * 3 and "| 200 |" in table
     p0 = data["points"][0]
     rows = E.summary_table(p0).split("\n")[2:]
     assert len(rows) == len(names) and sum(r.startswith("| **oracle**") for r in rows) == 3
@@ -79,3 +79,96 @@ def test_regimes_at_test_size():
     # the raw tokens' distortion is about d sigma^2
     np.testing.assert_allclose(rg.floor, rg.ds * E.SIGMA**2, rtol=0.3)
     assert rg.d_star == pytest.approx((E.R / E.SIGMA) ** 2 * np.log(E.L / E.K))
+
+
+def test_committed_baselines_share_the_sweeps_prompts_and_hold_every_method():
+    data = results.load("icq-baselines").data
+    sweeps = results.load("icq-sweeps").data
+    names = [m.name for m in B.default_methods() + Bl.extra_methods()]
+    assert [p["d"] for p in data["points"]] == list(Bl.DS)
+    for p in data["points"]:
+        assert list(p["methods"]) == [n for n in names if not p["methods"][n]["oracle"]] + \
+            [n for n in names if p["methods"][n]["oracle"]]
+        _intervals_in_order(p["methods"])
+        assert all(len(p["scores"][n]["ari"]) == p["n"] for n in names)
+        t = p["timing"]
+        assert set(t["methods"]) == set(names)
+        assert all(x["min"] <= x["median"] <= x["max"] and x["repeats"] >= 5 for x in t["methods"].values())
+        # same keys, same prompts: the methods the sweeps ran score exactly as they did there
+        sp = sweeps["points"][p["sweep_index"]]
+        assert (sp["d"], sp["L"], sp["unequal"], sp["n"]) == (p["d"], p["L"], False, p["n"])
+        for n in (B.KMEANS, B.IDENTITY, B.ORACLE_BEST):
+            assert np.isclose(sp["methods"][n]["ari"]["estimate"], p["methods"][n]["ari"]["estimate"], atol=1e-9)
+            assert np.isclose(sp["methods"][n]["distortion"]["estimate"], p["methods"][n]["distortion"]["estimate"],
+                              rtol=1e-5)
+        assert p["methods"][Bl.PROMPT_MEAN]["ari"]["estimate"] == 0
+    table = E.closing_tables(data["points"])
+    assert table.count("**oracle**") == 3 * 3 and "| 200 |" in table and "ms per prompt, median [min, max]" in table
+    assert set(data["timing_long"]["methods"]) == set(Bl.TIMED_LONG)
+    c = data["digits_centring"]
+    assert len(c["pair"]) == len(Dg.PAIRS) * Dg.SIZES["full"]["pair_n"]
+    assert all(len(c[o][n]) == len(c["pair"]) for o in ("centred", "uncentred") for n in c[o])
+    diff = E.centring_difference(data, B.IDENTITY)
+    assert diff.difference.n == len(Dg.PAIRS) and diff.wins + diff.losses + diff.ties == len(c["pair"])
+
+
+def _toy_prompts(d=6, n=4, L=20):
+    import jax
+
+    return B.in_context_prompts(jax.random.PRNGKey(0), 2, d, 2.0, 0.3, n, L)
+
+
+@pytest.mark.slow
+def test_extra_methods_on_toy_prompts():
+    import jax
+
+    p = _toy_prompts()
+    bench = B.run(jax.random.PRNGKey(1), p, (B.default_methods(oracles=False, meanshift=False)[0],) + Bl.extra_methods())
+    mean = bench.scores[Bl.PROMPT_MEAN]
+    assert np.all(mean.ari == 0) and np.all(mean.n_clusters == 1)
+    own = p.own_centroids()
+    np.testing.assert_allclose(mean.distortion, np.mean(np.sum((p.X.mean(1, keepdims=True) - own) ** 2, -1), -1),
+                               rtol=1e-6)
+    # well-separated clusters: both k-means and the PCA baseline find them
+    for name in (Bl.KMEANS_JAX, Bl.PCA_KMEANS):
+        assert np.all(bench.scores[name].ari > 0.95), name
+    t = Bl.time_methods(jax.random.PRNGKey(1), p, Bl.extra_methods(), repeats=5)
+    assert all(x["min"] <= x["median"] <= x["max"] for x in t["methods"].values()) and t["n"] == p.n
+    with pytest.raises(ValueError, match="repeats"):
+        Bl.time_methods(jax.random.PRNGKey(1), p, Bl.extra_methods(), repeats=3)
+
+
+def test_pca_baseline_uses_the_top_direction():
+    import jax
+
+    # the clusters differ along one coordinate; every other coordinate is much noisier but
+    # the same for both clusters: the top principal direction is the separating one
+    rng = np.random.default_rng(0)
+    n, L, d = 3, 40, 30
+    labels = np.tile(np.repeat([0, 1], L // 2), (n, 1))
+    cents = np.zeros((n, 2, d))
+    cents[:, 0, 0], cents[:, 1, 0] = -4.0, 4.0
+    X = np.take_along_axis(cents, labels[..., None], 1) + rng.normal(size=(n, L, d)) * np.r_[0.3, np.full(d - 1, 1.0)]
+    p = B.Prompts(X.astype(np.float32), labels, cents, 2)
+    pca = next(m for m in Bl.extra_methods() if m.name == Bl.PCA_KMEANS)
+    out = pca.fn(jax.random.PRNGKey(0), p)
+    from attnclust.metrics import adjusted_rand
+
+    assert np.all(np.asarray(adjusted_rand(p.labels, out.labels)) == 1.0)
+
+
+def test_best_from_summary_and_pair_cluster_difference():
+    dig = results.load("digits-benchmark").data
+    for d, setting in dig["ten"].items():
+        top, tied = E.best_from_summary(setting["pooled"])
+        assert tied[0] == top and all(not setting["pooled"]["methods"][n]["oracle"] for n in tied)
+    summary = {"reference": "a", "methods": {
+        "a": {"oracle": False, "ari": {"estimate": 0.5}, "ari_vs_ref": None},
+        "b": {"oracle": False, "ari": {"estimate": 0.6}, "ari_vs_ref": {"estimate": 0.1, "low": 0.05, "high": 0.15}}}}
+    with pytest.raises(ValueError, match="not the reference"):
+        E.best_from_summary(summary)
+    setting = dig["pairs"]["5"]
+    iv = E.pair_cluster_difference(setting, B.IDENTITY)
+    pooled = setting["pooled"]["methods"][B.IDENTITY]["ari_vs_ref"]
+    assert np.isclose(iv.estimate, pooled["estimate"]) and iv.n == len(Dg.PAIRS)
+    assert iv.width > pooled["high"] - pooled["low"]  # the prompts of a pair are not independent

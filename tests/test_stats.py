@@ -172,3 +172,58 @@ def test_median_interval():
     y[-1] = 1e6
     assert stats.median_interval(y).estimate == 9.0 and stats.median_interval(y).high <= 13.0
     assert stats.median_interval([2.0, 2.0, 2.0]).low == 2.0
+def _clustered(rng, clusters, size, between):
+    """Scores of ``clusters`` groups of ``size`` prompts: a group effect of standard deviation
+    ``between`` plus independent unit noise."""
+    labels = np.repeat(np.arange(clusters), size)
+    return rng.normal(size=clusters)[labels] * between + rng.normal(size=clusters * size), labels
+
+
+def test_cluster_bootstrap_matches_the_plain_one_on_independent_prompts():
+    # 100 groups of 8 independent draws: resampling groups or prompts estimates the same
+    # variance; the bootstrap's own noise on a width is about 1/sqrt(2 * 100) = 7%, so 15%
+    x, labels = _clustered(np.random.default_rng(0), 100, 8, between=0.0)
+    zero = np.zeros_like(x)
+    plain = stats.paired_difference(x, zero).difference
+    clus = stats.cluster_paired_difference(x, zero, labels).difference
+    assert clus.estimate == pytest.approx(plain.estimate)
+    assert clus.width / plain.width == pytest.approx(1.0, abs=0.15)
+    assert clus.n == 100 and clus.method.startswith("cluster bootstrap")
+    # every prompt its own cluster: the plain bootstrap
+    single = stats.cluster_paired_difference(x, zero, np.arange(x.size)).difference
+    assert single.width / plain.width == pytest.approx(1.0, abs=0.05)
+
+
+def test_cluster_bootstrap_widens_the_interval_on_clustered_prompts():
+    # a group effect as large as the noise, 8 prompts a group: the variance of the mean is
+    # (1 + 7 * 0.5) = 4.5 times that of independent prompts, the width about 2.1 times
+    x, labels = _clustered(np.random.default_rng(1), 60, 8, between=1.0)
+    zero = np.zeros_like(x)
+    plain = stats.paired_difference(x, zero).difference
+    pd = stats.cluster_paired_difference(x, zero, labels)
+    assert pd.difference.width / plain.width > 1.6
+    assert pd.wins + pd.losses + pd.ties == x.size
+
+
+def test_cluster_mean_interval_weights_by_size_and_bad_input():
+    iv = stats.cluster_mean_interval([0.0, 1.0, 1.0], [2, 1, 1])
+    assert iv.estimate == pytest.approx(0.5) and iv.low <= iv.estimate <= iv.high
+    assert stats.cluster_mean_interval([0.3, 0.3], [4, 5]).width == 0
+    with pytest.raises(ValueError, match="at least 2 clusters"):
+        stats.cluster_mean_interval([1.0], [3])
+    with pytest.raises(ValueError, match="positive"):
+        stats.cluster_mean_interval([1.0, 2.0], [3, 0])
+    with pytest.raises(ValueError, match="same prompts"):
+        stats.cluster_paired_difference([1.0, 2.0], [0.0, 1.0], [0])
+
+
+def test_best_set_reports_ties():
+    rng = np.random.default_rng(2)
+    base = rng.normal(size=64)
+    scores = {"a": base + 0.5, "b": base + 0.5 + 0.01 * rng.normal(size=64), "c": base}
+    best = stats.best_set(scores)
+    assert best.top in ("a", "b") and set(best.tied) == {"a", "b"}
+    assert best.differences["c"].difference.high < 0
+    assert stats.best_set(scores, larger_is_better=False).tied == ("c",)
+    with pytest.raises(ValueError, match="at least 2"):
+        stats.best_set({"a": base})

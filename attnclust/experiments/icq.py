@@ -1,7 +1,10 @@
 """Experiments of the chapter "In-context quantization experiments" (chapters/icq_experiments.md)
 computed when the book is built: the paired benchmark at the default setting and where
-identity attention stops quantizing; and reading the scaling sweeps, which are committed
-(``attnclust.experiments.icq_sweeps``, ``python -m attnclust experiment icq-sweeps``).
+identity attention stops quantizing; and reading the committed results files: the scaling
+sweeps (``attnclust.experiments.icq_sweeps``, ``python -m attnclust experiment icq-sweeps``),
+the baselines and repeated timings of the closing note (``attnclust.experiments.icq_baselines``,
+``icq-baselines``), and, for the chapter "Beyond the paper", the digits benchmark read with a
+cluster bootstrap over its pairs of digits.
 
 Default setting (``icq_sweeps.K``, ...): K = 2 equal-weight orthogonal centroids of norm
 r = 2 drawn afresh for every prompt, d = 5, sigma = 0.5, L = 50.
@@ -18,11 +21,12 @@ import jax
 import numpy as np
 
 from .. import _validate as v
-from .. import benchmark, symbolic, temperature
+from .. import benchmark, stats, symbolic, temperature
 from .icq_sweeps import D, K, L, R, SIGMA
 
 __all__ = [
-    "REGIME_DS", "TRAINED", "Regimes", "closing_tables", "summary_table", "default_benchmark", "default_prompts", "regimes",
+    "REGIME_DS", "TRAINED", "Regimes", "best_from_summary", "best_label_free", "centring_difference", "closing_tables", "paired",
+    "pair_cluster_difference", "summary_table", "default_benchmark", "default_prompts", "regimes",
     "self_weight_estimate", "sweep_series", "trained_theta",
 ]
 
@@ -234,48 +238,114 @@ def summary_table(summary: dict, *, spec: str = ".3f") -> str:
     return "\n".join(lines)
 
 
-def closing_tables(data: dict, ds=(5, 50, 200)) -> str:
-    """Markdown tables of the ``icq-sweeps`` data at the default setting with d in ``ds``
-    (equal weights): per method and d, the mean ARI and its paired difference to k-means;
-    the distortion over the noise floor and its paired difference (in units of the noise
-    floor); the median lam and the time per prompt; and the label-free lam against the
-    oracle's best and the bound's lam."""
-    pts = []
-    for d in ds:
-        pts.append(next(p for p in data["points"] if "d" in p["axes"] and p["d"] == d and not p["unequal"]))
+def closing_tables(points: list[dict]) -> str:
+    """Markdown tables of the ``icq-baselines`` points (``data["points"]``: the default
+    setting at several d, every method on the same prompts): per method and d, the mean ARI
+    and its paired difference to k-means; the distortion over the noise floor and its paired
+    difference (in units of the noise floor); the time per prompt as median [min, max] over
+    the run's repeats; and, per d, the label-free lam against the oracle's best and the
+    bound's lam, with the load averages of the run."""
+    pts = sorted(points, key=lambda p: p["d"])
     names = list(pts[0]["methods"])
 
     def label(name):
         return f"**oracle**: {name}" if pts[0]["methods"][name]["oracle"] else name
 
-    sep = "|---|" + "---|" * (2 * len(ds))
+    def ms(p, name):
+        t = p["timing"]["methods"][name]
+        return f"{1e3 * t['median']:.3g} [{1e3 * t['min']:.3g}, {1e3 * t['max']:.3g}]"
+
+    def scaled(p, m):
+        pd = m["distortion_vs_ref"]
+        if pd is None:
+            return _diff_cell(None)
+        return _diff_cell({**pd, **{k: pd[k] / p["noise_floor"] for k in ("estimate", "low", "high")}})
+
     out = []
     tables = (
         ("ARI [95% CI]", "ARI - k-means [95% CI] (above/below)",
          lambda p, m: _cell(m["ari"]), lambda p, m: _diff_cell(m["ari_vs_ref"], "+.4f")),
         ("distortion / noise floor [95% CI]", "distortion - k-means, / noise floor [95% CI] (above/below)",
-         lambda p, m: _cell(m["distortion"], scale=p["noise_floor"]),
-         lambda p, m: _diff_cell(None if m["distortion_vs_ref"] is None else
-                                 {**m["distortion_vs_ref"], **{k: m["distortion_vs_ref"][k] / p["noise_floor"]
-                                                               for k in ("estimate", "low", "high")}})),
-        ("median lam", "ms per prompt",
-         lambda p, m: "" if m["lam_median"] is None else f"{m['lam_median']:.3g}",
-         lambda p, m: f"{1e3 * m['time_per_prompt']:.3g}"),
+         lambda p, m: _cell(m["distortion"], scale=p["noise_floor"]), scaled),
     )
+    sep = "|---|" + "---|" * (2 * len(pts))
     for first, second, f1, f2 in tables:
-        cols = [c for d in ds for c in (f"d = {d}: {first}", f"d = {d}: {second}")]
+        cols = [c for p in pts for c in (f"d = {p['d']}: {first}", f"d = {p['d']}: {second}")]
         lines = ["| method | " + " | ".join(cols) + " |", sep]
         for name in names:
             cells = [c for p in pts for c in (f1(p, p["methods"][name]), f2(p, p["methods"][name]))]
             lines.append(f"| {label(name)} | " + " | ".join(cells) + " |")
         out.append("\n".join(lines))
+    lines = ["| method | " + " | ".join(f"d = {p['d']}: ms per prompt, median [min, max]" for p in pts) + " |",
+             "|---|" + "---|" * len(pts)]
+    for name in names:
+        lines.append(f"| {label(name)} | " + " | ".join(ms(p, name) for p in pts) + " |")
+    out.append("\n".join(lines))
     lines = ["| d | prompts | median label-free lam (1 layer) | its ratio to the oracle's best lam (median) "
              "| median label-free lam, self-masked | median oracle's best lam | bound's lam (oracle sigma, r) "
-             "| median sigma_hat^2 / sigma^2 | load average |", "|---|" + "---|" * 8]
+             "| median sigma_hat^2 / sigma^2 | timed: prompts x repeats | load average (benchmark; timings) |",
+             "|---|" + "---|" * 9]
     for p in pts:
-        lp, lb = np.asarray(p["lam_protocol"]), np.asarray(p["lam_best"])
+        sc = p["scores"]
+        lp, lb = np.asarray(sc[benchmark.IDENTITY]["lam"]), np.asarray(sc[benchmark.ORACLE_BEST]["lam"])
+        t = p["timing"]
+        reps = next(iter(t["methods"].values()))["repeats"]
         lines.append(f"| {p['d']} | {p['n']} | {np.median(lp):.3g} | {np.median(lp / lb):.3g} "
-                     f"| {np.median(p['lam_protocol_masked']):.3g} | {np.median(lb):.3g} | {p['lam_bound']:.3g} "
-                     f"| {p['sigma2_hat_median'] / p['sigma'] ** 2:.3f} | {p['load_before']:.1f} |")
+                     f"| {np.median(sc[benchmark.IDENTITY_MASKED]['lam']):.3g} | {np.median(lb):.3g} "
+                     f"| {p['lam_bound']:.3g} | {p['sigma2_hat_median'] / p['sigma'] ** 2:.3f} "
+                     f"| {t['n']} x {reps} | {p['load_before']:.1f}; {t['load_before']:.1f} to {t['load_after']:.1f} |")
     out.append("\n".join(lines))
     return "\n\n".join(out)
+
+
+def best_label_free(point: dict, metric: str = "ari") -> stats.BestSet:
+    """The best label-free method of an ``icq-baselines`` point by ``metric`` ("ari": larger
+    is better; "distortion": smaller), with every method tied with it (``stats.best_set``:
+    paired difference to the top one on the same prompts, interval covering 0)."""
+    v.one_of("metric", metric, ("ari", "distortion"))
+    scores = {n: point["scores"][n][metric] for n, m in point["methods"].items() if not m["oracle"]}
+    return stats.best_set(scores, larger_is_better=metric == "ari")
+
+
+def paired(point: dict, a: str, b: str, metric: str = "ari") -> stats.PairedDifference:
+    """The paired difference ``a - b`` of ``metric`` on an ``icq-baselines`` point's prompts."""
+    sc = point["scores"]
+    return stats.paired_difference(sc[a][metric], sc[b][metric])
+
+
+def pair_cluster_difference(setting: dict, name: str, metric: str = "ari_vs_ref") -> stats.Interval:
+    """From one projection dimension of the ``digits-benchmark`` pairs (``data["pairs"][d]``,
+    whose "per" holds one summary per pair of digits): the mean over every prompt of
+    ``name``'s paired difference to the reference (``metric``: "ari_vs_ref" or
+    "distortion_vs_ref") with the cluster bootstrap interval over the pairs
+    (``stats.cluster_mean_interval``: the pairs resampled whole, since the prompts of a pair
+    share its images and its split)."""
+    per = setting["per"]
+    return stats.cluster_mean_interval([r["methods"][name][metric]["estimate"] for r in per],
+                                       [r["n"] for r in per])
+
+
+def centring_difference(data: dict, name: str) -> stats.PairedDifference:
+    """From the ``icq-baselines`` digits centring test (``data["digits_centring"]``): the
+    paired difference of ``name``'s ARI uncentred minus centred, on the same prompts, with the
+    cluster bootstrap over the pairs of digits (``stats.cluster_paired_difference``)."""
+    c = data["digits_centring"]
+    pairs = [f"{a}-{b}" for a, b in c["pair"]]
+    return stats.cluster_paired_difference(c["uncentred"][name], c["centred"][name], pairs)
+
+
+def best_from_summary(summary: dict, metric: str = "ari") -> tuple[str, tuple[str, ...]]:
+    """From one ``benchmark.summary_data`` record (a results file keeps no per-prompt scores):
+    the label-free method with the best mean ``metric`` and the label-free methods tied with
+    it, those whose stored paired difference to it has an interval covering 0. The stored
+    differences are to the reference method, so this needs the top method to be the
+    reference (else a ValueError: compare per-prompt scores with ``stats.best_set``)."""
+    v.one_of("metric", metric, ("ari", "distortion"))
+    free = {n: m for n, m in summary["methods"].items() if not m["oracle"]}
+    sign = 1.0 if metric == "ari" else -1.0
+    top = max(free, key=lambda n: sign * free[n][metric]["estimate"])
+    if top != summary["reference"]:
+        raise ValueError(f"the best method {top!r} is not the reference {summary['reference']!r}: the stored "
+                         "differences cannot say which methods tie with it")
+    tied = tuple(n for n, m in free.items() if n != top and m[f"{metric}_vs_ref"]["low"] <= 0 <= m[f"{metric}_vs_ref"]["high"])
+    return top, (top, *tied)

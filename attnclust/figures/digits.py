@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import benchmark as B
 from ..experiments import digits as E
+from ..experiments.icq import pair_cluster_difference
 from ._registry import register
 from .icq import STYLE
 
@@ -50,7 +51,8 @@ def pair_matrix(d: str, method: str, metric: str = "ari_vs_ref") -> np.ndarray:
           description="Digits, all 45 pairs: pooled ARI differences to k-means per method, and per pair for identity attention")
 def pairs(size: str = "small"):
     """All 45 pairs of digits: per method, the pooled mean ARI minus k-means' on the same
-    prompts (bootstrap 95% interval) at each projection dimension; and per pair, the paired
+    prompts (cluster bootstrap 95% interval over the pairs, ``pair_cluster_difference``) at
+    each projection dimension; and per pair, the paired
     ARI difference of one identity layer (label-free lam) to k-means at the first dimension."""
     dat = data()
     dims = list(dat["pairs"])
@@ -60,7 +62,8 @@ def pairs(size: str = "small"):
     for j, d in enumerate(dims):
         ms = dat["pairs"][d]["pooled"]["methods"]
         for i, name in enumerate(names):
-            est, lo, hi = _interval(ms[name], "ari_vs_ref")
+            iv = pair_cluster_difference(dat["pairs"][d], name)
+            est, lo, hi = iv.estimate, iv.estimate - iv.low, iv.high - iv.estimate
             colour, marker = _style(name)
             oracle = ms[name]["oracle"]
             a.errorbar([est], [i + offsets[j]], xerr=[[lo], [hi]], fmt=marker, color=colour, capsize=2,
@@ -70,7 +73,8 @@ def pairs(size: str = "small"):
     a.set_yticks(range(len(names)), [("oracle: " if dat["pairs"][dims[0]]["pooled"]["methods"][n]["oracle"] else "") + n
                                      for n in names], fontsize=7.5)
     a.invert_yaxis()
-    a.set_xlabel("ARI minus k-means' ARI, pooled over 45 pairs (paired, 95% CI)")
+    a.set_xlabel(f"ARI minus k-means' ARI, pooled over {len(dat['pairs'][dims[0]]['per'])} pairs "
+                 "(paired; 95% CI, bootstrap over pairs)")
     a.legend(fontsize=7.5, title="projection", title_fontsize=7.5)
     M = pair_matrix(dims[0], B.IDENTITY)
     lim = np.nanmax(np.abs(M))
