@@ -125,9 +125,9 @@ PAPER: dict[str, PaperClaim] = {
         "Not a claim of the paper (its analysis assumes an isotropic mixture): an extension the "
         "book tests, the paper's alignment claim with the mixture changed."),
 }
-"""The rows of the first table of the Claims page: the claims of the paper by Maulen-Soto,
-Boyer and Marion (2025) in the book's words, with the paper's setting, and the extensions of
-them that the book tests. A claim of the book with ``paper=key`` bears on that row, in the
+"""The rows of the first table of the Claims page, that is the claims of the paper by
+Maulen-Soto, Boyer and Marion (2025) in the book's words, with the paper's setting, and the
+extensions of them that the book tests. A claim of the book with ``paper=key`` bears on that row, in the
 way its ``bearing`` says (``BEARINGS``), and ``paper_verdict`` judges the paper's claim from
 all of them. Add a row here for each further claim of the paper the book tests, and for each
 extension of it (its setting says "Not a claim of the paper")."""
