@@ -159,6 +159,20 @@ def test_head_limit_error_decreases_like_root_L():
 
 
 @pytest.mark.slow
+def test_head_limit_error_standard_error_matches_replications():
+    # The reported standard error must describe how rmse varies between independent runs.
+    # Each prompt has its own queries, so the per-prompt mean squared errors are i.i.d.; the
+    # heavy tail of those errors makes the delta method run about 1.4 times low here (24
+    # runs at L = 64). The old per-token formula, with one set of queries shared by every
+    # prompt, was about 6 times low, so the factor-2 bound separates the two.
+    runs = [fa.head_limit_error(jax.random.PRNGKey(k), fa.default_heads(), ac.orthogonal_mixture(),
+                                1.0, (64,), n_queries=32, n_prompts=32) for k in range(24)]
+    spread = np.std([r_["rmse"][0] for r_ in runs], ddof=1)
+    reported = np.median([r_["sem"][0] for r_ in runs])
+    assert spread / 2 < reported < 2 * spread
+
+
+@pytest.mark.slow
 def test_layer_outputs_demo():
     d = fa.layer_outputs_demo()
     assert d["T"].shape == d["X"].shape == d["Q"].shape == (100, 2)

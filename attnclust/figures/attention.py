@@ -278,36 +278,36 @@ def head_limit_error(
 ) -> dict[str, np.ndarray]:
     """Distance of the finite-L two-head output to its large-L limit, as L grows.
 
-    ``n_queries`` query tokens z are drawn from ``mixture``; for each L in ``Ls``,
-    ``n_prompts`` independent prompts of L keys are drawn (all disjoint pieces of one
-    sample, so independent across L and of the queries) and ``two_head_attend(theta, z,
-    X, lam)`` is compared with ``head_output_limit(theta, z, mixture, lam)``. The queries
-    are not among the keys, so the finite-L output is a self-normalised average of L
-    i.i.d. terms and its error should shrink like L^(-1/2).
+    For each L in ``Ls``, ``n_prompts`` independent prompts of L keys are drawn, each with
+    its own ``n_queries`` query tokens z (all disjoint pieces of one sample, so independent
+    across prompts, across L and of the keys), and ``two_head_attend(theta, z, X, lam)`` is
+    compared with ``head_output_limit(theta, z, mixture, lam)``. The queries are not among
+    the keys, so the finite-L output is a self-normalised average of L i.i.d. terms and its
+    error should shrink like L^(-1/2).
 
     Returns a dict: ``L`` (m,), ``rmse`` (m,) the root mean squared error over queries and
     prompts, ``sem`` (m,) an approximate standard error of ``rmse`` (delta method over the
-    ``n_prompts * n_queries`` squared errors), and ``slope`` / ``intercept`` of the
-    least-squares line of log(rmse) on log(L).
+    ``n_prompts`` per-prompt mean squared errors, which are i.i.d.; the queries of one prompt
+    share its keys, so its squared errors are not independent of each other), and
+    ``slope`` / ``intercept`` of the least-squares line of log(rmse) on log(L).
     """
     Ls = np.asarray(Ls, int)
     theta = jnp.asarray(theta, jnp.float32)
-    # One draw, cut into disjoint pieces: the queries and, for each L, its own keys (one
+    # One draw, cut into disjoint pieces: for each L, every prompt's queries and keys (one
     # sampling call instead of one per L, which on a CPU is dominated by compilation).
-    X_all, _ = sample(key, mixture, n_prompts, n_queries + int(Ls.sum()))
+    X_all, _ = sample(key, mixture, n_prompts, int(Ls.size * n_queries + Ls.sum()))
     X_all = np.asarray(X_all)
-    Z = X_all[0, :n_queries]
-    limit = np.asarray(head_output_limit(theta, jnp.asarray(Z), mixture, lam))  # (Q, d)
-    Zb = np.broadcast_to(Z, (n_prompts,) + Z.shape)
-    starts = n_queries + np.concatenate([[0], np.cumsum(Ls)[:-1]])
+    starts = np.concatenate([[0], np.cumsum(Ls + n_queries)[:-1]])
     rmse, sem = [], []
     for start, L in zip(starts, Ls):
-        X = X_all[:, start:start + L]
-        out = np.asarray(two_head_attend(theta, Zb, X, lam))
-        sq = np.sum((out - limit) ** 2, axis=-1).ravel()
-        mse = sq.mean()
+        Z = X_all[:, start:start + n_queries]                                   # (P, Q, d)
+        X = X_all[:, start + n_queries:start + n_queries + L]                   # (P, L, d)
+        limit = np.asarray(head_output_limit(theta, jnp.asarray(Z), mixture, lam))
+        out = np.asarray(two_head_attend(theta, Z, X, lam))
+        per_prompt = np.sum((out - limit) ** 2, axis=-1).mean(axis=-1)         # (P,)
+        mse = per_prompt.mean()
         rmse.append(np.sqrt(mse))
-        sem.append(sq.std(ddof=1) / np.sqrt(sq.size) / (2 * np.sqrt(mse)))
+        sem.append(per_prompt.std(ddof=1) / np.sqrt(n_prompts) / (2 * np.sqrt(mse)))
     rmse, sem = np.asarray(rmse), np.asarray(sem)
     slope, intercept = np.polyfit(np.log(Ls), np.log(rmse), 1)
     return dict(L=Ls, rmse=rmse, sem=sem, slope=float(slope), intercept=float(intercept))
