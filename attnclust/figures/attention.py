@@ -274,7 +274,7 @@ def head_limit_error(
     lam: float,
     Ls: Sequence[int],
     n_queries: int = 32,
-    n_prompts: int = 8,
+    n_prompts: int = 32,
 ) -> dict[str, np.ndarray]:
     """Distance of the finite-L two-head output to its large-L limit, as L grows.
 
