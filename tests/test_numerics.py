@@ -165,6 +165,7 @@ def test_every_tiling_matches_autodiff_of_the_formula(seed, rows, shape, lam, sc
         _assert_close(g, r, rel=2e-4 if lam < 1e3 else 1e-3)
 
 
+@pytest.mark.slow
 def test_tiles_give_the_same_numbers_in_float32():
     """Every tiling gives the same float32 outputs and gradients to rounding (the sums are
     the same, in another order)."""
