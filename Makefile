@@ -2,13 +2,19 @@
 # machine from requirements.txt and installs the package into it.
 #
 #   make book     build _build/html, every page executed; warnings and failing cells fail it
-#   make test     unit tests -> make book -> browser checks of the built HTML (what CI runs)
-#   make unit     pytest -m "not browser": every unit test, slow ones included, one worker
-#                 per core (pytest-xdist; PYTEST_JOBS=0 runs them in this process); installs
-#                 Debian's bubblewrap first if missing (the autograder's sandbox)
-#   make quick    pytest -x -m "not slow and not browser": the edit loop (under a minute);
-#                 skips what takes more than about 3 s a test (training at the book's size,
-#                 subprocesses, Jupyter kernels), which make unit runs
+#   make test     make unit -> make integration -> make book -> browser checks of the built
+#                 HTML (what CI runs: every test)
+#   make unit     the library's unit and property tests (within 4 minutes on 2 cores, cold
+#                 compilation cache): pytest -m "not browser and not kernel and not subprocess",
+#                 slow ones included, one worker per core (pytest-xdist; PYTEST_JOBS=0 runs
+#                 them in this process)
+#   make integration  what starts other processes: Jupyter kernels (the autograder's sandboxed
+#                 grading, test books), multi-process JAX, fresh interpreters (pytest -m
+#                 "(kernel or subprocess) and not browser"); installs Debian's bubblewrap
+#                 first if missing (the autograder's sandbox)
+#   make quick    pytest -x -m "not slow" and none of the above: the edit loop (under a
+#                 minute); skips what takes more than about 3 s a test (training at the
+#                 book's size), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
 #   make lab      JupyterLab with the chapters opening as notebooks (LAB_FLAGS=--no-browser ...)
 SHELL := /bin/bash
@@ -26,7 +32,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # mount and network namespaces; attnclust/assignments/sandbox.py); its tests need it.
 BWRAP ?= /usr/bin/bwrap
 
-.PHONY: venv lab book test unit quick browser browser-deps sandbox-deps clean assignments bench bench-book
+.PHONY: venv lab book test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book
 
 # JAX's persistent compilation cache, shared by the unit tests (every xdist worker and the
 # subprocesses they start) and the book's kernels: a program compiled once is read back by
@@ -82,11 +88,19 @@ book: $(STAMP)
 PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
-unit: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -m "not browser" $(XDIST)
+# The markers (pyproject.toml) split the tests: every test is in exactly one of unit,
+# integration and browser; quick is the part of unit that is not slow.
+UNIT_TESTS        := not browser and not kernel and not subprocess
+INTEGRATION_TESTS := (kernel or subprocess) and not browser
+
+unit: $(STAMP) $(LAB_SETTINGS)
+	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(UNIT_TESTS)" $(XDIST)
+
+integration: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
+	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(INTEGRATION_TESTS)" $(XDIST)
 
 quick: $(STAMP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and not browser" $(XDIST)
+	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and $(UNIT_TESTS)" $(XDIST)
 
 $(CHROMIUM):
 	@echo "Installing Debian's chromium for the browser checks (apt-get)..."
@@ -110,6 +124,7 @@ browser: $(STAMP) $(LAB_SETTINGS) browser-deps
 # Sequential on purpose (also under make -j): the browser checks need the built book.
 test: $(STAMP)
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory browser
 

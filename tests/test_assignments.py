@@ -677,6 +677,7 @@ def test_the_sandbox_binds_only_the_environment(book, tmp_path):
         sandbox.environment_paths([Path(sys.prefix) / "some" / "submissions"])
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_sandbox_is_available_here():
     """The attack suite needs the sandbox; make test installs bubblewrap. Where user

@@ -67,6 +67,8 @@ def test_as_general_keeps_the_mixture():
     assert ex.as_general(gv) is gv
 
 
+@pytest.mark.slow
+
 def test_off_manifold_gradient_vanishes_only_with_the_symmetry():
     """prop-beyond-symmetry: the derivative along the tilt direction is zero for the +- mixture
     (reflections map it to itself) and not for the default one, whose mean pulls the heads."""

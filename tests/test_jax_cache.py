@@ -46,6 +46,7 @@ def test_repair_removes_only_half_entries(tmp_path):
     assert jax_cache.repair(tmp_path / "missing") == [] and jax_cache.repair(None) == []
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_half_entry_breaks_writes_until_repaired(tmp_path):
     """The failure the repair exists for, with the JAX installed here: after a ``-cache``

@@ -126,6 +126,7 @@ def _run_without_extras(*argv: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_module_entry_point_lists_real_registry():
     """``python -m attnclust reproduce --list`` in a fresh process without the extras
@@ -136,6 +137,7 @@ def test_module_entry_point_lists_real_registry():
         assert name in out.stdout
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_assignments_without_extra_in_a_fresh_process():
     """Without the [assignments] extra, ``assignments build`` exits 1 with one line naming
@@ -213,6 +215,7 @@ def test_import_graph_is_acyclic():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_every_module_imports_in_a_fresh_interpreter():
     """Each module of the package imports, in reverse order of name (subpackages' modules

@@ -287,6 +287,7 @@ def _run_with_devices(n):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_fit_many_over_two_processes_matches_one():
     """Two processes of 2 CPU devices each, joined by jax.distributed (as two hosts would
@@ -308,6 +309,7 @@ def test_fit_many_over_two_processes_matches_one():
         np.testing.assert_allclose(got["risk"], one["risk"], rtol=1e-5)
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_fit_many_sharded_over_four_devices_matches_one():
     """Seeds (and their lam) sharded over 4 CPU devices give the results of one device."""
@@ -317,6 +319,7 @@ def test_fit_many_sharded_over_four_devices_matches_one():
     np.testing.assert_allclose(four["risk"], one["risk"], rtol=1e-5)
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_seed_sharding_is_used_with_several_devices():
     code = "import jax; from attnclust.train import _seed_sharding; s = _seed_sharding(8); print(s is not None and len(s.device_set))"
