@@ -4,10 +4,10 @@
 #   make book     build _build/html, every page executed; warnings and failing cells fail it
 #   make test     make unit -> make integration -> make book -> browser checks of the built
 #                 HTML (what CI runs: every test)
-#   make unit     the library's unit and property tests (within 4 minutes on 2 cores, cold
-#                 compilation cache): pytest -m "not browser and not kernel and not subprocess",
-#                 slow ones included, one worker per core (pytest-xdist; PYTEST_JOBS=0 runs
-#                 them in this process)
+#   make unit     the library's unit and property tests (goal: 4 minutes on 2 cores; met with
+#                 a warm compilation cache, not yet from a cold one): pytest -m "not browser and
+#                 not kernel and not subprocess", slow ones included, one worker per core
+#                 (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
 #   make integration  what starts other processes: Jupyter kernels (the autograder's sandboxed
 #                 grading, test books), multi-process JAX, fresh interpreters (pytest -m
 #                 "(kernel or subprocess) and not browser"); installs Debian's bubblewrap
