@@ -24,10 +24,10 @@ from pathlib import Path
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "_build" / ".jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "4000000000")  # turns on its file lock
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")  # no limit: see the Makefile
 
-# Half-written entries of the compilation cache (a process killed mid-write) would make every
-# write of every test warn: scripts/jax_cache.py deletes them (make unit runs it too), here
+# Truncated entries of the compilation cache (a process killed mid-write) would make every
+# later read of them warn: scripts/jax_cache.py deletes them (make unit runs it too), here
 # once per run, in pytest's main process (before xdist starts its workers, which then write).
 _spec = importlib.util.spec_from_file_location("jax_cache", Path(__file__).resolve().parents[1] / "scripts" / "jax_cache.py")
 jax_cache = importlib.util.module_from_spec(_spec)
