@@ -73,7 +73,7 @@ __all__ = [
     "BEARINGS", "OUTCOMES", "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError",
     "PaperClaim", "PaperVerdict", "Verdict", "at_least", "all_of", "at_most", "bears_on_paper", "claim",
     "close_to", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relative_margin",
-    "relaxed",
+    "relaxed", "span",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
@@ -273,6 +273,26 @@ def relative_margin(value: float, bound: float, side: int = 1, scale: str = "siz
 
 def _against(value: float, bound: float, side: int, scale: str) -> str:
     return f"{_g(value)} {'>=' if side > 0 else '<='} {_g(bound)}{_on(scale)}"
+
+
+def span(low: float, high: float, digits: int = 3) -> str:
+    """The range ``low`` to ``high`` as a sentence prints it: "0.051 to 0.054" with ``digits``
+    decimals, up to two more where the two ends would print the same ("0.0518 to 0.0523"), and
+    a single value where they still agree (a range whose ends are equal is one number).
+
+    Raises:
+        ValueError: ``low`` above ``high``, or ``digits`` not a non-negative integer.
+    """
+    low, high = _number("low", low), _number("high", high)
+    if low > high:
+        raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be a non-negative integer, got digits={digits!r}")
+    for p in range(digits, digits + 3):
+        a, b = f"{low:.{p}f}", f"{high:.{p}f}"
+        if a != b:
+            return f"{a} to {b}"
+    return f"{low:.{digits}f}"
 
 
 def holds_if(condition: bool, detail: str = "", *, value: float | None = None, bound: float | None = None,

@@ -278,3 +278,14 @@ def test_plain_verdicts_carry_their_relative_margin():
     assert claims.holds_if(True).margin_rel is None and claims.at_least(0.5, 0.0).margin_rel is None
     with pytest.raises(ValueError, match="value and bound"):
         claims.holds_if(True, value=1.0)
+
+
+def test_span_prints_a_range_whose_ends_differ_or_one_value():
+    """A range is printed with enough decimals for its ends to differ (up to two more), and as
+    one value when they agree even then: never "0.052 to 0.052"."""
+    assert claims.span(0.0512, 0.0541) == "0.051 to 0.054"
+    assert claims.span(0.05182, 0.05234) == "0.0518 to 0.0523"
+    assert claims.span(0.051801, 0.051804) == "0.052"
+    assert claims.span(0.05, 0.05, digits=2) == "0.05"
+    with pytest.raises(ValueError, match="low"):
+        claims.span(0.2, 0.1)
