@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attnclust import claims, stats
 
@@ -289,3 +291,17 @@ def test_span_prints_a_range_whose_ends_differ_or_one_value():
     assert claims.span(0.05, 0.05, digits=2) == "0.05"
     with pytest.raises(ValueError, match="low"):
         claims.span(0.2, 0.1)
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.05, 0.95))
+def test_a_negative_restated_positively_bears_the_same_on_the_paper(a, b, bound):
+    """A claim "the rate is at least b" that the evidence refutes (expect="fails", bearing
+    "supports") and the same evidence stated as "the rate is at most b" (holds, bearing
+    "contradicts") say the same of the paper's claim, but for an interval ending exactly at b."""
+    low, high = min(a, b), max(a, b)
+    if bound in (low, high):
+        return
+    iv = stats.Interval((low + high) / 2, low, high)
+    old = claims.bears_on_paper(claims.at_least(iv, bound).kind, "supports")
+    new = claims.bears_on_paper(claims.at_most(iv, bound).kind, "contradicts")
+    assert old == new
