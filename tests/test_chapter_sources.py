@@ -230,3 +230,11 @@ def test_experiment_captions_type_no_setting(chapter):
     assert not typed, "a setting typed by hand (glue it, or name the setting in words): " + "; ".join(
         f"{chapter}.md:{line} {kind}: {text[:90]!r}" for line, kind, text in typed
     )
+
+
+@pytest.mark.parametrize("chapter", ["training_dynamics"])
+def test_experiment_claims_type_no_count(chapter):
+    typed = typed_claim_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
+    assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
+        f"{chapter}.md {name}: {m!r}" for name, m in typed
+    )
