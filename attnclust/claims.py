@@ -43,6 +43,12 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
   (``|cos| >= 0.9988``) and ``at_least(c, 0.95, approx=True, scale="angle")`` accepts 20.0
   degrees (``|cos| >= 0.940``). No claim picks its own margin; a bound of 0 on the size scale
   (a sign) has none, and neither has a cosine bound of 1 (exact alignment).
+- **Margins.** A verdict records how close it is to changing: ``margin_se`` for a statistic
+  (standard errors from its bound), ``margin_rel`` for a plain number against a threshold
+  (``relative_margin``; ``holds_if`` records it when given ``value`` and ``bound``, and
+  ``all_of`` keeps its closest part). ``scripts/claim_margins.py`` lists the close calls.
+- A range of measured values is printed with ``span`` ("0.0518 to 0.0523", one value when
+  its ends agree), never as "0.052 to 0.052".
 - ``expect`` is the verdict the prose is written for ("holds" by default). When the evidence
   gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
   build, as for any failing cell. A prose that says something does *not* hold states the
