@@ -43,6 +43,12 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
   (``|cos| >= 0.9988``) and ``at_least(c, 0.95, approx=True, scale="angle")`` accepts 20.0
   degrees (``|cos| >= 0.940``). No claim picks its own margin; a bound of 0 on the size scale
   (a sign) has none, and neither has a cosine bound of 1 (exact alignment).
+- **Margins.** A verdict records how close it is to changing: ``margin_se`` for a statistic
+  (standard errors from its bound), ``margin_rel`` for a plain number against a threshold
+  (``relative_margin``; ``holds_if`` records it when given ``value`` and ``bound``, and
+  ``all_of`` keeps its closest part). ``scripts/claim_margins.py`` lists the close calls.
+- A range of measured values is printed with ``span`` ("0.0518 to 0.0523", one value when
+  its ends agree), never as "0.052 to 0.052".
 - ``expect`` is the verdict the prose is written for ("holds" by default). When the evidence
   gives another verdict, ``claim`` raises ``ClaimError``: the cell fails, and so does the
   build, as for any failing cell. A prose that says something does *not* hold states the
@@ -72,7 +78,8 @@ from .stats import Interval, PairedDifference
 __all__ = [
     "BEARINGS", "OUTCOMES", "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError",
     "PaperClaim", "PaperVerdict", "Verdict", "at_least", "all_of", "at_most", "bears_on_paper", "claim",
-    "close_to", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relaxed",
+    "close_to", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relative_margin",
+    "relaxed", "span",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
@@ -162,19 +169,29 @@ class Verdict:
             verdict was decided against, in standard errors (``margin_in_se``): positive on the
             claimed side. A small value (below about 2) marks a verdict that more samples could
             change. None for a verdict on a plain number or a fact.
+        margin_rel: for a verdict on a plain number against a threshold, how far the number is
+            from it as a fraction of the threshold's size on the claim's scale
+            (``relative_margin``), positive on the claimed side: a small value marks a claim
+            that holds, or fails, by a hair at its setting. None where there is no threshold.
+        against: the comparison ``margin_rel`` measures, in words ("0.9512 >= 0.95").
     """
 
     kind: str
     detail: str = ""
     margin_se: float | None = None
+    margin_rel: float | None = None
+    against: str = ""
 
     def __post_init__(self):
         if self.kind not in VERDICTS:
             raise ValueError(f"kind must be one of {VERDICTS}, got kind={self.kind!r}")
         if not isinstance(self.detail, str):
             raise TypeError(f"detail must be a string, got detail={self.detail!r}")
-        if self.margin_se is not None:
-            object.__setattr__(self, "margin_se", _number("margin_se", self.margin_se))
+        for name in ("margin_se", "margin_rel"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _number(name, getattr(self, name)))
+        if not isinstance(self.against, str):
+            raise TypeError(f"against must be a string, got against={self.against!r}")
 
 
 Number = Union[int, float, np.integer, np.floating]
@@ -234,18 +251,82 @@ def _finite(x: float | None) -> float | None:
 
 
 def _with_margin(verdict: Verdict, margin_se: float) -> Verdict:
-    return Verdict(verdict.kind, verdict.detail, margin_se)
+    return Verdict(verdict.kind, verdict.detail, margin_se, verdict.margin_rel, verdict.against)
 
 
-def holds_if(condition: bool, detail: str = "") -> Verdict:
+def relative_margin(value: float, bound: float, side: int = 1, scale: str = "size") -> float | None:
+    """How far the plain number ``value`` is from ``bound``, as a fraction of the bound's size
+    on ``scale``, positive on ``side`` (+1: the claim is ``value >= bound``; -1:
+    ``value <= bound``).
+
+    On the "size" scale it is ``side * (value - bound) / |bound|`` (None for a bound of 0, a
+    sign, which has no size); on the "angle" scale (cosines) it is measured on the angles,
+    ``side * (arccos(bound) - arccos(value)) / arccos(bound)`` (None for a bound of 1, which
+    has angle 0). It is the ledger's ``RELATIVE_MARGIN`` rule read backwards: a value of -0.1
+    is a claim that holds approximately by the whole margin.
+    """
+    value, bound = _number("value", value), _number("bound", bound)
+    if side not in (1, -1):
+        raise ValueError(f"side must be +1 or -1, got side={side!r}")
+    if _scale(scale) == "size":
+        return side * (value - bound) / abs(bound) if bound else None
+    if not (-1.0 <= bound <= 1.0 and -1.0 <= value <= 1.0):
+        raise ValueError(f"on the angle scale value and bound must be cosines in [-1, 1], "
+                         f"got value={value!r}, bound={bound!r}")
+    a = math.acos(bound)
+    return side * (a - math.acos(value)) / a if a > 0 else None
+
+
+def _against(value: float, bound: float, side: int, scale: str) -> str:
+    return f"{_g(value)} {'>=' if side > 0 else '<='} {_g(bound)}{_on(scale)}"
+
+
+def span(low: float, high: float, digits: int = 3) -> str:
+    """The range ``low`` to ``high`` as a sentence prints it: "0.051 to 0.054" with ``digits``
+    decimals, up to two more where the two ends would print the same ("0.0518 to 0.0523"), and
+    a single value where they still agree (a range whose ends are equal is one number).
+
+    Raises:
+        ValueError: ``low`` above ``high``, or ``digits`` not a non-negative integer.
+    """
+    low, high = _number("low", low), _number("high", high)
+    if low > high:
+        raise ValueError(f"low must be <= high, got low={low!r}, high={high!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits must be a non-negative integer, got digits={digits!r}")
+    for p in range(digits, digits + 3):
+        a, b = f"{low:.{p}f}", f"{high:.{p}f}"
+        if a != b:
+            return f"{a} to {b}"
+    return f"{low:.{digits}f}"
+
+
+def holds_if(condition: bool, detail: str = "", *, value: float | None = None, bound: float | None = None,
+             side: int = 1, scale: str = "size", se: float | None = None) -> Verdict:
     """"holds" when ``condition`` is true, else "fails" (with ``detail``, the reason).
 
     For a claim whose evidence is a yes/no fact (a symbolic identity, an ordering of two
-    exact numbers); statistics use ``at_least``, ``at_most`` or ``close_to``.
+    exact numbers); statistics use ``at_least``, ``at_most`` or ``close_to``. Where the fact is
+    a measured number against a threshold, pass them as ``value`` and ``bound`` (``side`` +1
+    for ``value >= bound``, -1 for ``value <= bound``; ``scale`` as for ``at_least``): the
+    verdict then carries its margin (``Verdict.margin_rel``, and ``margin_se`` when ``se``,
+    the number's standard error, is given), so that ``scripts/claim_margins.py`` lists a claim
+    decided by a hair. ``condition`` still decides the verdict (it may say more than the one
+    comparison).
     """
     if not isinstance(condition, (bool, np.bool_)):
         raise TypeError(f"condition must be a bool, got condition={condition!r}")
-    return Verdict("holds", "") if condition else Verdict("fails", detail)
+    if (value is None) != (bound is None):
+        raise ValueError(f"value and bound go together, got value={value!r}, bound={bound!r}")
+    rel, against, z = None, "", None
+    if value is not None:
+        rel, against = relative_margin(value, bound, side, scale), _against(value, bound, side, scale)
+        if se is not None:
+            se = _tolerance("se", se)
+            z = side * (float(value) - float(bound)) / se if se > 0 else None
+    elif se is not None:
+        raise ValueError("se needs value and bound")
+    return Verdict("holds" if condition else "fails", "" if condition else detail, z, rel, against)
 
 
 def _scale(scale: Any) -> str:
@@ -333,12 +414,14 @@ def _one_sided(value: Value, bound: Any, approx: Any, sign: int, scale: str) -> 
         edge = bound if m is None or verdict.kind == "holds" else bound - sign * m
         return _with_margin(verdict, margin_in_se(value, edge, sign))
     x = _number("value", value)
+    rel = relative_margin(x, bound, sign, scale) if scale == "size" or -1 <= x <= 1 else None
+    against = _against(x, bound, sign, scale)
     if sign * (x - bound) >= 0:
-        return Verdict("holds", f"{_g(x)} {word} {_g(bound)}")
+        return Verdict("holds", f"{_g(x)} {word} {_g(bound)}", None, rel, against)
     if m is not None and sign * (x - bound) >= -m:
         return Verdict("approx", f"{_g(x)}, short of {_g(bound)} by {_g(abs(x - bound))} (margin "
-                                 f"{_g(m)}, {RELATIVE_MARGIN:.0%} of the bound{_on(scale)})")
-    return Verdict("fails", f"{_g(x)} is not {word} {_g(bound)}")
+                                 f"{_g(m)}, {RELATIVE_MARGIN:.0%} of the bound{_on(scale)})", None, rel, against)
+    return Verdict("fails", f"{_g(x)} is not {word} {_g(bound)}", None, rel, against)
 
 
 def at_least(value: Value, bound: float, *, approx: bool = False, scale: str = "size") -> Verdict:
@@ -425,12 +508,14 @@ def close_to(value: Value, target: float, *, tol: float, approx: bool = False,
                                f"against {_g(lo)} to {_g(hi)}", z("open"))
     x = _number("value", value)
     off = abs(x - target)
+    # the margin of a plain number against a tolerance: the unused part of the tolerance
+    rel, against = ((tol - off) / tol if tol else None), f"|{_g(x)} - {_g(target)}| <= {_g(tol)}"
     if edges[0] <= x <= edges[1]:
-        return Verdict("holds", f"off by {_g(off)} (tolerance {_g(tol)})")
+        return Verdict("holds", f"off by {_g(off)} (tolerance {_g(tol)})", None, rel, against)
     if band is not None and band[0] <= x <= band[1]:
         return Verdict("approx", f"off by {_g(off)} (tolerance {_g(tol)}, with the "
-                                 f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} {wide})")
-    return Verdict("fails", f"off by {_g(off)} (tolerance {_g(tol)})")
+                                 f"{RELATIVE_MARGIN:.0%} margin{_on(scale)} {wide})", None, rel, against)
+    return Verdict("fails", f"off by {_g(off)} (tolerance {_g(tol)})", None, rel, against)
 
 
 def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
@@ -451,15 +536,19 @@ def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
 def all_of(*verdicts: Verdict) -> Verdict:
     """The verdict of a sentence that says several things, each with its own verdict: the
     weakest of them ("fails" before "open" before "approx" before "holds"), with the details
-    of the ones that are not "holds", and the smallest of their margins in standard errors."""
+    of the ones that are not "holds", the smallest of their margins in standard errors, and the
+    smallest of their relative margins (``Verdict.margin_rel``) with its comparison."""
     if not verdicts or not all(isinstance(x, Verdict) for x in verdicts):
         raise TypeError(f"verdicts must be one or more Verdicts, got {verdicts!r}")
     margins = [x.margin_se for x in verdicts if x.margin_se is not None]
     z = min(margins, key=abs) if margins else None
+    rels = [x for x in verdicts if x.margin_rel is not None]
+    closest = min(rels, key=lambda x: abs(x.margin_rel)) if rels else Verdict("holds")
     for kind in ("fails", "open", "approx"):
         if any(x.kind == kind for x in verdicts):
-            return Verdict(kind, "; ".join(x.detail for x in verdicts if x.kind != "holds"), z)
-    return Verdict("holds", "", z)
+            return Verdict(kind, "; ".join(x.detail for x in verdicts if x.kind != "holds"), z,
+                           closest.margin_rel, closest.against)
+    return Verdict("holds", "", z, closest.margin_rel, closest.against)
 
 
 def bears_on_paper(verdict: str, bearing: str) -> str:
@@ -569,6 +658,7 @@ class Claim:
         return {"id": self.id, "sentence": self.sentence, "setting": self.setting,
                 "evidence": self.evidence, "verdict": self.verdict.kind,
                 "detail": self.verdict.detail, "margin_se": _finite(self.verdict.margin_se),
+                "margin_rel": _finite(self.verdict.margin_rel), "margin_against": self.verdict.against,
                 "expect": list(self.expect), "paper": self.paper,
                 "bearing": self.bearing,
                 "paper_claim": PAPER[self.paper].statement if self.paper else None}

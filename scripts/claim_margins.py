@@ -7,8 +7,9 @@ script reads the ledger of a built book (``_build/html/claims.json``) or of exec
 (``.ipynb`` files, whose cells glued the claims' records) and prints, smallest first, the
 claims with ``|margin_se|`` below ``--below`` (2.5 by default: a "holds" on a 95% interval
 has at least about 2), with their verdict, evidence sizes and the margin; then the claims
-decided on a plain number against a bound (no standard error recorded), within ``--rel`` of
-their bound. A build older than ``margin_se`` is read from the verdicts' details where they
+with a plain number against a threshold (``at_least``/``at_most``/``close_to`` on a number,
+``holds_if`` given its value and threshold, any part of an ``all_of``: the record's
+``margin_rel``), within ``--rel`` of their threshold. A build older than ``margin_se`` is read from the verdicts' details where they
 name the bound.
 
     python scripts/claim_margins.py _build/html/claims.json
@@ -78,6 +79,17 @@ def margin(rec: dict) -> tuple[float | None, str]:
     return None, ""
 
 
+def relative(rec: dict) -> tuple[float | None, str]:
+    """The record's margin against a threshold as a fraction of the threshold's size, and the
+    comparison it measures: ``margin_rel`` where the ledger recorded it (a verdict on a plain
+    number, ``holds_if`` given its value and threshold, or the closest part of an ``all_of``),
+    else, for an older build, from a detail that names the bound (``margin``)."""
+    if rec.get("margin_rel") is not None:
+        return rec["margin_rel"], rec.get("margin_against", "")
+    z, kind = margin(rec)
+    return (z, rec.get("detail", "")) if kind == "rel" else (None, "")
+
+
 def sizes(evidence: dict) -> str:
     """The sample sizes of the evidence's intervals ("rate n=16")."""
     found = [f"{k} n={v['n']}" for k, v in evidence.items() if isinstance(v, dict) and v.get("n")]
@@ -95,21 +107,23 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(r, *margin(r)) for r in recs]
     by_se = sorted(((r, z) for r, z, kind in scored if kind == "s.e." and abs(z) < args.below),
                    key=lambda t: abs(t[1]))
-    by_rel = sorted(((r, z) for r, z, kind in scored if kind == "rel" and z is not None and abs(z) < args.rel),
+    rels = [(r, *relative(r)) for r in recs]
+    by_rel = sorted(((r, z, what) for r, z, what in rels if z is not None and abs(z) < args.rel),
                     key=lambda t: abs(t[1]))
     n_se = sum(kind == "s.e." for _, _, kind in scored)
-    n_rel = sum(kind == "rel" for _, _, kind in scored)
-    print(f"{len(recs)} claims; {n_se} decided on a statistic (margin in standard errors), {n_rel} on a "
-          f"plain number against a bound (margin as a fraction of the bound, no standard error), "
-          f"{len(recs) - n_se - n_rel} on a fact or a sentence of several checks.")
+    n_rel = sum(z is not None for _, z, _ in rels)
+    n_none = sum(kind != "s.e." and z is None for (_, _, kind), (_, z, _) in zip(scored, rels))
+    print(f"{len(recs)} claims; {n_se} decided on a statistic (margin in standard errors), {n_rel} "
+          f"with a plain number against a threshold (margin as a fraction of the threshold), "
+          f"{n_none} on a fact alone.")
     print(f"On a statistic, |margin| < {args.below:g} s.e.:")
     for r, z in by_se:
         print(f"  {z:+6.2f} s.e.  {r['verdict']:7s} {r['id']}  ({sizes(r['evidence'])})")
         if r.get("detail"):
             print(f"           {r['detail']}")
-    print(f"On a plain number, within {args.rel:.0%} of its bound:")
-    for r, z in by_rel:
-        print(f"  {z:+6.1%}       {r['verdict']:7s} {r['id']}: {r.get('detail', '')}")
+    print(f"On a plain number, within {args.rel:.0%} of its threshold:")
+    for r, z, what in by_rel:
+        print(f"  {z:+6.1%}       {r['verdict']:7s} {r['id']}: {what}")
     return 0
 
 

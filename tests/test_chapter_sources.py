@@ -196,3 +196,45 @@ def test_theory_claims_type_no_count(chapter):
     assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
         f"{chapter}.md {name}: {m!r}" for name, m in typed
     )
+
+
+TYPED_PARAMETER = re.compile(r"(?<![\w/])(?:lambda|λ|sigma|σ|[LdrK]|seeds?|steps?)\s*=\s*-?\d", re.I)
+
+
+def typed_settings(text: str) -> list[tuple[int, str, str]]:
+    """(line, "alt" or "caption", text) of every figure cell of ``text`` whose alt text or
+    caption sets a parameter to a number typed by hand ("lambda = 1", "L = 50"), outside glue
+    roles; a narrower check than ``typed_numbers`` for chapters whose captions also describe
+    bands and quantiles ("10% to 90% of the seeds")."""
+    found = []
+    for m in FIGURE_CELL.finditer(text):
+        meta = (yaml.safe_load(m.group(1)) or {}).get("mystnb", {})
+        line = text.count("\n", 0, m.start()) + 1
+        for kind, words in (("alt", meta.get("image", {}).get("alt", "")),
+                            ("caption", meta.get("figure", {}).get("caption", ""))):
+            if TYPED_PARAMETER.search(ROLE.sub("", str(words)).replace("$", " ")):
+                found.append((line, kind, str(words)))
+    return found
+
+
+def test_detects_a_typed_parameter_in_a_caption():
+    assert typed_settings(_figure("Curves.", "Risk at the default setting, 1/L = 0 marked.")) == []
+    assert typed_settings(_figure("Curves.", "At $\\lambda =$ {glue:text}`lam:g`.")) == []
+    for caption in ("Sweep (lambda = 1, L = 50).", "At $L = 50$.", "K = 3 centroids.", "r = 2, sigma = 0.5"):
+        assert [k for _, k, _ in typed_settings(_figure("Curves.", caption))] == ["caption"], caption
+
+
+@pytest.mark.parametrize("chapter", ["training_dynamics"])
+def test_experiment_captions_type_no_setting(chapter):
+    typed = typed_settings((ROOT / "chapters" / f"{chapter}.md").read_text())
+    assert not typed, "a setting typed by hand (glue it, or name the setting in words): " + "; ".join(
+        f"{chapter}.md:{line} {kind}: {text[:90]!r}" for line, kind, text in typed
+    )
+
+
+@pytest.mark.parametrize("chapter", ["training_dynamics"])
+def test_experiment_claims_type_no_count(chapter):
+    typed = typed_claim_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
+    assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
+        f"{chapter}.md {name}: {m!r}" for name, m in typed
+    )

@@ -52,3 +52,17 @@ def test_an_older_ledger_is_read_from_the_detail():
     rec = record("toy-old", claims.at_least(iv, 0.5), dict(x=iv))
     z = rec.pop("margin_se")
     assert cm.margin(rec) == (z, "s.e.")
+
+
+def test_lists_an_all_of_that_holds_by_a_hair(tmp_path, capsys):
+    """A sentence of several checks that holds has no detail; the script still lists it when
+    one of its parts is a plain number within a hair of its threshold (|cos| 0.9512 against
+    0.95), and not when every part is far."""
+    hair = claims.all_of(claims.holds_if(True, "no"), claims.at_least(0.9512, 0.95, scale="angle"))
+    far = claims.all_of(claims.holds_if(True, "no"), claims.at_least(0.999, 0.95, scale="angle"))
+    recs = [record("toy-hair", hair, dict(cos=0.9512)), record("toy-far", far, dict(cos=0.999))]
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({"claims": recs}))
+    cm.main([str(path)])
+    out = capsys.readouterr().out
+    assert "toy-hair: 0.9512 >= 0.95 on the angle scale" in out and "toy-far" not in out

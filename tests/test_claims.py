@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attnclust import claims, stats
 
@@ -258,3 +260,48 @@ def test_margin_in_standard_errors():
     assert claims.at_least(0.9, 0.5).margin_se is None  # a plain number has no standard error
     # an asymmetric interval: the half facing the bound decides
     assert claims.at_least(iv(1.0, 0.79, 1.0), 0.5).margin_se == pytest.approx(0.5 / (0.21 / 1.959964), rel=1e-5)
+
+
+def test_plain_verdicts_carry_their_relative_margin():
+    """A verdict on a plain number records how far it is from its threshold as a fraction of
+    the threshold (on the angle scale, of its angle); holds_if given the number and threshold
+    does too, and all_of keeps its closest part, so a claim decided by a hair is visible."""
+    assert claims.at_least(1.1, 1.0).margin_rel == pytest.approx(0.1)
+    assert claims.at_most(1.1, 1.0).margin_rel == pytest.approx(-0.1)
+    assert claims.close_to(0.3, 0.0, tol=0.4).margin_rel == pytest.approx(0.25)
+    hair = claims.at_least(0.9512, 0.95, scale="angle")
+    a = np.arccos(0.95)
+    assert hair.margin_rel == pytest.approx((a - np.arccos(0.9512)) / a) and 0 < hair.margin_rel < 0.02
+    fact = claims.holds_if(True, "no", value=3.0, bound=2.0, side=-1, se=0.5)
+    assert fact.kind == "holds" and fact.margin_rel == pytest.approx(-0.5) and fact.margin_se == pytest.approx(-2.0)
+    assert "3 <= 2" in fact.against
+    joined = claims.all_of(claims.holds_if(True), claims.at_least(5.0, 1.0), hair)
+    assert joined.kind == "holds" and joined.margin_rel == hair.margin_rel and joined.against == hair.against
+    assert claims.holds_if(True).margin_rel is None and claims.at_least(0.5, 0.0).margin_rel is None
+    with pytest.raises(ValueError, match="value and bound"):
+        claims.holds_if(True, value=1.0)
+
+
+def test_span_prints_a_range_whose_ends_differ_or_one_value():
+    """A range is printed with enough decimals for its ends to differ (up to two more), and as
+    one value when they agree even then: never "0.052 to 0.052"."""
+    assert claims.span(0.0512, 0.0541) == "0.051 to 0.054"
+    assert claims.span(0.05182, 0.05234) == "0.0518 to 0.0523"
+    assert claims.span(0.051801, 0.051804) == "0.052"
+    assert claims.span(0.05, 0.05, digits=2) == "0.05"
+    with pytest.raises(ValueError, match="low"):
+        claims.span(0.2, 0.1)
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.05, 0.95))
+def test_a_negative_restated_positively_bears_the_same_on_the_paper(a, b, bound):
+    """A claim "the rate is at least b" that the evidence refutes (expect="fails", bearing
+    "supports") and the same evidence stated as "the rate is at most b" (holds, bearing
+    "contradicts") say the same of the paper's claim, but for an interval ending exactly at b."""
+    low, high = min(a, b), max(a, b)
+    if bound in (low, high):
+        return
+    iv = stats.Interval((low + high) / 2, low, high)
+    old = claims.bears_on_paper(claims.at_least(iv, bound).kind, "supports")
+    new = claims.bears_on_paper(claims.at_most(iv, bound).kind, "contradicts")
+    assert old == new

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import _validate as v
 
-MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "training", "beyond", "icq_sweeps", "digits",
+MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "tilt_seeds", "training", "beyond", "icq_sweeps", "digits",
                             "icq_baselines")
 """Modules of this package that register committed experiments (imported by ``names``)."""
 
