@@ -13,7 +13,7 @@ temperatures (``repeat_keys``), so run ``i`` of every temperature has the same i
 and batches and the rise of ``|cos|`` from one temperature to the next is a paired
 difference over seeds.
 
-It takes about a minute and a half on a 2-core CPU, more than the chapter's build should
+It takes under a minute on a 2-core CPU (41 s measured), more than the chapter's build should
 spend on one statement, so it is a committed experiment
 (``python -m attnclust experiment training-tilt-seeds``, written to
 ``results/training-tilt-seeds.json``), read by the chapter with ``stored``.
@@ -36,7 +36,7 @@ __all__ = ["SIZES", "TiltSeeds", "tilt_seeds", "experiment", "stored"]
 
 SIZES: dict[str, dict] = {
     # the committed run: 32 seeds at each temperature of the chapter's grid, the small budget
-    # (about a minute and a half on a 2-core CPU)
+    # (under a minute on a 2-core CPU)
     "full": dict(budget="small", seeds=32, lams=LAMS_TILT),
     # tests: every code path, tiny
     "small": dict(budget="test", seeds=3, lams=(0.5, 2.0)),
