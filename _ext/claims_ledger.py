@@ -181,12 +181,26 @@ def _number(x) -> str:
     return f"{x:.4g}"
 
 
+def _interval(estimate, low, high) -> tuple[str, str]:
+    """The estimate and the range as the row prints them: four significant digits, up to three
+    more where the two ends would print the same, and one value where they still agree (a
+    range whose ends are equal is one number, not "0.9864 to 0.9864")."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (estimate, low, high)):
+        return _number(estimate), f"{_number(low)} to {_number(high)}"
+    for p in range(4, 8):
+        a, b = f"{low:.{p}g}", f"{high:.{p}g}"
+        if a != b:
+            return f"{estimate:.{p}g}", f"{a} to {b}"
+    return f"{estimate:.4g}", f"of one value, {low:.4g}"
+
+
 def _value(x) -> str:
     if isinstance(x, dict) and {"estimate", "low", "high"} <= set(x):
         pct = f"{100 * x.get('level', 0.95):g}%"
         n = f", n = {x['n']}" if x.get("n") else ""
         method = f" {x['method']}" if x.get("method") else ""
-        return f"{_number(x['estimate'])} ({pct}{method} CI {_number(x['low'])} to {_number(x['high'])}{n})"
+        est, rng = _interval(x["estimate"], x["low"], x["high"])
+        return f"{est} ({pct}{method} CI {rng}{n})"
     if isinstance(x, dict) and "difference" in x:
         return (f"mean difference {_value(x['difference'])}; ahead on {x['wins']}, behind on "
                 f"{x['losses']}, tied on {x['ties']}")
