@@ -166,7 +166,7 @@ def test_head_limit_error_standard_error_matches_replications():
     # runs at L = 64). The old per-token formula, with one set of queries shared by every
     # prompt, was about 6 times low, so the factor-2 bound separates the two.
     runs = [fa.head_limit_error(jax.random.PRNGKey(k), fa.default_heads(), ac.orthogonal_mixture(),
-                                1.0, (64,), n_queries=32, n_prompts=32) for k in range(24)]
+                                1.0, (64, 128), n_queries=32, n_prompts=32) for k in range(24)]
     spread = np.std([r_["rmse"][0] for r_ in runs], ddof=1)
     reported = np.median([r_["sem"][0] for r_ in runs])
     assert spread / 2 < reported < 2 * spread
