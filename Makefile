@@ -4,14 +4,15 @@
 #   make book     build _build/html, every page executed; warnings and failing cells fail it
 #   make test     make unit -> make integration -> make book -> browser checks of the built
 #                 HTML (what CI runs: every test)
-#   make unit     the library's unit and property tests (goal: 4 minutes on 2 cores; met with
-#                 a warm compilation cache, not yet from a cold one): pytest -m "not browser and
-#                 not kernel and not subprocess", slow ones included, one worker per core
+#   make unit     the library's unit and property tests (goal: 4 minutes on 2 cores from a
+#                 cold compilation cache): pytest -m "not browser and not kernel and not
+#                 subprocess and not pipeline", slow ones included, one worker per core
 #                 (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
 #   make integration  what starts other processes: Jupyter kernels (the autograder's sandboxed
-#                 grading, test books), multi-process JAX, fresh interpreters (pytest -m
-#                 "(kernel or subprocess) and not browser"); installs Debian's bubblewrap
-#                 first if missing (the autograder's sandbox)
+#                 grading, test books), multi-process JAX, fresh interpreters; and what runs a
+#                 chapter's experiment, figures or explorer end to end at its budget (pytest -m
+#                 "(kernel or subprocess or pipeline) and not browser"); installs Debian's
+#                 bubblewrap first if missing (the autograder's sandbox)
 #   make quick    pytest -x -m "not slow" and none of the above: the edit loop (under a
 #                 minute); skips what takes more than about 3 s a test (training at the
 #                 book's size), which make unit runs
@@ -92,8 +93,8 @@ XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
 # The markers (pyproject.toml) split the tests: every test is in exactly one of unit,
 # integration and browser; quick is the part of unit that is not slow.
-UNIT_TESTS        := not browser and not kernel and not subprocess
-INTEGRATION_TESTS := (kernel or subprocess) and not browser
+UNIT_TESTS        := not browser and not kernel and not subprocess and not pipeline
+INTEGRATION_TESTS := (kernel or subprocess or pipeline) and not browser
 
 unit: $(STAMP) $(LAB_SETTINGS)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(UNIT_TESTS)" $(XDIST)

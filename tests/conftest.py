@@ -104,21 +104,22 @@ settings.register_profile("attnclust", derandomize=True, deadline=None, max_exam
 settings.load_profile("attnclust")
 
 
-OUT_OF_PROCESS = ("kernel", "subprocess")
-"""Markers of the tests that start other processes (make integration runs them, make unit
-does not); each such test is also ``slow``, so that make quick never starts one."""
+INTEGRATION = ("kernel", "subprocess", "pipeline")
+"""Markers of the tests that make integration runs and make unit does not: those that start
+other processes, and those that run a chapter's experiment, figures or explorer end to end
+at its budget; each such test is also ``slow``, so that make quick never runs one."""
 
 
 def pytest_collection_modifyitems(config, items):
     """Files with the most ``slow`` tests first, each file's tests in their own order:
     ``make unit`` hands whole files to its workers (pytest-xdist, ``--dist loadfile``) in
     this order, so the long files start early rather than end the run on one worker while
-    the other idles. A test marked ``kernel`` or ``subprocess`` without ``slow`` is a
-    collection error."""
+    the other idles. A test marked ``kernel``, ``subprocess`` or ``pipeline`` without ``slow``
+    is a collection error."""
     unmarked = [item.nodeid for item in items if not item.get_closest_marker("slow")
-                and any(item.get_closest_marker(m) for m in OUT_OF_PROCESS)]
+                and any(item.get_closest_marker(m) for m in INTEGRATION)]
     if unmarked:
-        raise pytest.UsageError(f"marked kernel or subprocess but not slow: {unmarked}")
+        raise pytest.UsageError(f"marked {' or '.join(INTEGRATION)} but not slow: {unmarked}")
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
     first = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
     items.sort(key=lambda item: (-slow[item.path], first[item.path]))

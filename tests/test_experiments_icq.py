@@ -70,6 +70,7 @@ def test_committed_digits_benchmark():
         _intervals_in_order(setting["pooled"]["methods"])
 
 
+@pytest.mark.pipeline
 @pytest.mark.slow
 def test_regimes_at_test_size():
     rg = E.regimes("test")

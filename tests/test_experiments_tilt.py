@@ -40,6 +40,7 @@ def test_tilt_seeds_needs_two_temperatures():
         ts.tilt_seeds("test", 2, (1.0,))
 
 
+@pytest.mark.pipeline
 @pytest.mark.slow
 def test_small_size_runs_every_temperature_with_shared_keys():
     """The test size trains seeds x temperatures runs with the keys shared across temperatures

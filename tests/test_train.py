@@ -238,6 +238,7 @@ def test_fit_sampler_and_fit_mixtures_refuse(key, mixture):
         train.fit_mixtures(key, [mixture, ac.orthogonal_mixture(d=3)])
 
 
+@pytest.mark.pipeline
 @pytest.mark.slow
 def test_default_setting_aligns_most_seeds(mixture):
     """The book's default setting (chapter "Training dynamics"): d=5, K=2, L=50, r=2,
