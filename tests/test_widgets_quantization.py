@@ -107,6 +107,7 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
+@pytest.mark.pipeline
 @pytest.mark.slow
 def test_explorer_builds(prepared):
     w = quantization_explorer()
@@ -125,6 +126,7 @@ def _data_of(fig):
     return np.concatenate(parts)
 
 
+@pytest.mark.pipeline
 @pytest.mark.slow
 def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
