@@ -218,22 +218,21 @@ def bench_fit(steps: int, S: int, reps: int) -> dict:
 
 
 def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
-    """The training step (forward, backward, Adam on a fixed batch) at each L: the library's
-    and the previous kernel's (``alternatives.previous_pool``, the "before"), each right
-    after a measurement of the exp roofline (on a shared machine the load changes during a
+    """The training step (forward, backward, Adam on a fixed batch) at each L: the library's,
+    the previous kernel's (``alternatives.previous_pool``, the "before") and the C++ FFI
+    kernels' (``load_kernel``) when built, their repeats interleaved, right after a
+    measurement of the exp roofline (on a shared machine the load changes during a
     run; ``apply_roofline`` later takes the run's fastest as the machine's limit)."""
     from alternatives import previous_pool
-    from roofline import exp_roofline, step_hlo, time_step
+    from roofline import exp_roofline, step_hlo, time_steps
 
     kernel = load_kernel()
+    pools = {"library": None, "previous": previous_pool, **({"kernel": kernel} if kernel is not None else {})}
     out = []
     for L in Ls:
         row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
-        row["library"] = time_step(L, batch, target_exps=cfg["step_target_exps"])
-        row["previous"] = time_step(L, batch, pool=previous_pool, target_exps=cfg["step_target_exps"])
+        row.update(time_steps(L, batch, pools, cfg["reps"], cfg["step_target_exps"]))
         row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
-        if kernel is not None:
-            row["kernel"] = time_step(L, batch, pool=kernel, target_exps=cfg["step_target_exps"])
         row["hlo"] = step_hlo(L, batch)
         log(f"step L={L}: library {1e3 * row['library']['median_s']:.2f} ms, previous "
             f"{1e3 * row['previous']['median_s']:.2f} ms"
