@@ -214,7 +214,7 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
     written = jax.jit(lambda a, b: jnp.exp(a[:, None] * b[None, :]))
     summed = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]), axis=-1))
-    out = {}
+    out = {"shape": [rows, cols]}
     for name, f in (("written", written), ("summed", summed)):
         t = timings(lambda f=f: f(a, b).block_until_ready(), reps)
         out[name] = {**t, "best_per_s": rows * cols / t["min_s"], "median_per_s": rows * cols / t["median_s"]}
