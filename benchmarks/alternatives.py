@@ -89,13 +89,14 @@ def two_head(theta, X, lam, pool):
     return jnp.swapaxes(pool(lam, P, P), -1, -2) @ theta
 
 
-def check_pool() -> float:
+def check_pool(others: dict | None = None) -> float:
     """Largest relative difference of values and gradients (theta, lam) between the library's
-    pooling and each alternative (autodiff_pool, previous_pool) at random inputs, including a
-    large lam."""
+    pooling and each alternative (``others``, name -> pooling; by default autodiff_pool and
+    previous_pool) at random inputs, from a small to a large lam."""
+    others = others or {"autodiff": autodiff_pool, "previous": previous_pool}
     worst = 0.0
     key = jax.random.PRNGKey(0)
-    for lam in (0.3, 1.0, 30.0):
+    for lam in (0.3, 1.0, 30.0, 1e4):
         k1, k2, key = jax.random.split(key, 3)
         X = jax.random.normal(k1, (3, 40, 5))
         theta = jax.random.normal(k2, (2, 5))
@@ -103,7 +104,7 @@ def check_pool() -> float:
             lambda t, l, p: jnp.sum(jnp.sin(two_head(t, X, l, p))),
         ):
             a = jax.value_and_grad(f, argnums=(0, 1))(theta, lam, rank_one_softmax_pool)
-            for other in (autodiff_pool, previous_pool):
+            for other in others.values():
                 b = jax.value_and_grad(f, argnums=(0, 1))(theta, lam, other)
                 for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
                     err = float(jnp.max(jnp.abs(x - y)) / (jnp.max(jnp.abs(x)) + 1e-12))

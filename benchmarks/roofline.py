@@ -47,6 +47,24 @@ def timings(f: Callable[[], object], reps: int = REPEATS, number: int = 1) -> di
             "reps": reps, "load": load1()}
 
 
+def interleaved_timings(fs: dict[str, Callable[[], object]], reps: int = REPEATS) -> dict[str, dict]:
+    """``timings`` of several functions, their repeats interleaved (a, b, c, a, b, c, ...)
+    after one warm-up call each, so that a change of load during the run weighs on all of
+    them alike and their ratios are paired."""
+    import numpy as np
+
+    for f in fs.values():
+        f()
+    ts: dict[str, list[float]] = {k: [] for k in fs}
+    for _ in range(reps):
+        for k, f in fs.items():
+            t0 = time.perf_counter()
+            f()
+            ts[k].append(time.perf_counter() - t0)
+    return {k: {"min_s": float(np.min(v)), "median_s": float(np.median(v)), "max_s": float(np.max(v)),
+                "reps": reps, "load": load1()} for k, v in ts.items()}
+
+
 def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS) -> dict:
     """Exp throughput: ``sum(exp(a_i b_j))`` over a rows x cols grid (logits in [-8, 0]),
     jitted; exps per second at the fastest, median and slowest repeat."""
@@ -129,11 +147,16 @@ def steps_per_repeat(L: int, batch: int, target_exps: float = 2e8) -> int:
 def time_step(L: int, batch: int, pool=None, reps: int = REPEATS, target_exps: float = 2e8) -> dict:
     """Seconds per training step: min, median and max over ``reps`` repeats of a scan of
     several steps (``with_fractions`` adds its fractions of a roofline)."""
+    return time_steps(L, batch, {"step": pool}, reps, target_exps)["step"]
+
+
+def time_steps(L: int, batch: int, pools: dict, reps: int = REPEATS, target_exps: float = 2e8) -> dict[str, dict]:
+    """``time_step`` for several poolings (name -> pooling, None the library's step) on the
+    same batch, their repeats interleaved (``interleaved_timings``)."""
     n = steps_per_repeat(L, batch, target_exps)
-    run = step_runner(L, batch, n, pool)
-    t = timings(run, reps)
-    return {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
-            **{k: t[k] / n for k in ("min_s", "median_s", "max_s")}}
+    ts = interleaved_timings({k: step_runner(L, batch, n, pool) for k, pool in pools.items()}, reps)
+    return {k: {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
+                **{q: t[q] / n for q in ("min_s", "median_s", "max_s")}} for k, t in ts.items()}
 
 
 def with_fractions(t: dict, exps: int, exp_rate: float) -> dict:
@@ -191,7 +214,7 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
     written = jax.jit(lambda a, b: jnp.exp(a[:, None] * b[None, :]))
     summed = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]), axis=-1))
-    out = {}
+    out = {"shape": [rows, cols]}
     for name, f in (("written", written), ("summed", summed)):
         t = timings(lambda f=f: f(a, b).block_until_ready(), reps)
         out[name] = {**t, "best_per_s": rows * cols / t["min_s"], "median_per_s": rows * cols / t["median_s"]}

@@ -218,25 +218,47 @@ def bench_fit(steps: int, S: int, reps: int) -> dict:
 
 
 def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
-    """The training step (forward, backward, Adam on a fixed batch) at each L: the library's
-    and the previous kernel's (``alternatives.previous_pool``, the "before"), each right
-    after a measurement of the exp roofline (on a shared machine the load changes during a
+    """The training step (forward, backward, Adam on a fixed batch) at each L: the library's,
+    the previous kernel's (``alternatives.previous_pool``, the "before") and the C++ FFI
+    kernels' (``load_kernel``) when built, their repeats interleaved, right after a
+    measurement of the exp roofline (on a shared machine the load changes during a
     run; ``apply_roofline`` later takes the run's fastest as the machine's limit)."""
     from alternatives import previous_pool
-    from roofline import exp_roofline, step_hlo, time_step
+    from roofline import exp_roofline, step_hlo, time_steps
 
+    kernel = load_kernel()
+    pools = {"library": None, "previous": previous_pool, **({"kernel": kernel} if kernel is not None else {})}
     out = []
     for L in Ls:
         row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
-        row["library"] = time_step(L, batch, target_exps=cfg["step_target_exps"])
-        row["previous"] = time_step(L, batch, pool=previous_pool, target_exps=cfg["step_target_exps"])
+        row.update(time_steps(L, batch, pools, cfg["reps"], cfg["step_target_exps"]))
         row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
         row["hlo"] = step_hlo(L, batch)
         log(f"step L={L}: library {1e3 * row['library']['median_s']:.2f} ms, previous "
-            f"{1e3 * row['previous']['median_s']:.2f} ms; exp roofline just before "
-            f"{row['roofline_before']['best_per_s'] / 1e9:.2f} G/s")
+            f"{1e3 * row['previous']['median_s']:.2f} ms"
+            + (f", FFI kernel {1e3 * row['kernel']['median_s']:.2f} ms" if kernel is not None else "")
+            + f"; exp roofline just before {row['roofline_before']['best_per_s'] / 1e9:.2f} G/s")
         out.append(row)
     return out
+
+
+def load_kernel():
+    """The pooling through the C++ FFI kernels (``benchmarks/kernel``), checked against the
+    library's values and gradients, or None (with a log line) when they are not built or
+    do not agree."""
+    sys.path.insert(0, str(HERE / "kernel"))
+    import ffi_pool
+    from alternatives import check_pool
+
+    pool = ffi_pool.load()
+    if pool is None:
+        log(f"no FFI kernel at {ffi_pool.LIB} (bash benchmarks/kernel/build.sh): not timed")
+        return None
+    err = check_pool({"ffi": pool})
+    if err > 1e-4:
+        log(f"the FFI kernel differs from the library by {err:.2e} (relative): not timed")
+        return None
+    return pool
 
 
 def apply_roofline(results: dict) -> float:
@@ -251,7 +273,9 @@ def apply_roofline(results: dict) -> float:
     results["roofline"]["exp_rate_used"] = rate
     for row in steps:
         exps = step_exps(row["batch"], 2, row["L"])
-        for kind in ("library", "previous"):
+        for kind in ("library", "previous", "kernel"):
+            if kind not in row:
+                continue
             row[kind] = with_fractions(row[kind], exps, rate)
             row[kind]["frac_roofline_local"] = exps / row["roofline_before"]["best_per_s"] / row[kind]["median_s"]
     peak = results["matmul"]["peak_gflops"]
@@ -568,6 +592,10 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
         ms.append(metric(f"previous_step_ms_L{L}", T, f"L={L}: previous kernel's step, median", prev["median_s"] * 1e3, "ms", prev["load"], note=_spread(prev, 1e3, " ms")))
         ms.append(metric(f"previous_frac_roofline_L{L}", T, f"L={L}: previous kernel's fraction of the roofline", prev["frac_roofline"], "", prev["load"]))
         ms.append(metric(f"step_vs_previous_L{L}", T, f"L={L}: previous step time / library step time", row["speedup_vs_previous"], "x", lib["load"]))
+        if "kernel" in row:
+            ker = row["kernel"]
+            ms.append(metric(f"kernel_step_ms_L{L}", T, f"L={L}: step with the C++ FFI kernels (benchmark only), median", ker["median_s"] * 1e3, "ms", ker["load"], note=_spread(ker, 1e3, " ms")))
+            ms.append(metric(f"kernel_frac_roofline_L{L}", T, f"L={L}: the FFI kernels' fraction of the roofline", ker["frac_roofline"], "", ker["load"]))
     P = "PyTorch peers"
     peers = r.get("peers") or {}
     steps = {row["L"]: row["library"] for row in r.get("steps", [])}

@@ -76,7 +76,8 @@ def identity_scaling(size: str = "small", results: dict | None = None):
 def roofline_fractions(size: str = "small", results: dict | None = None):
     """Fraction of the exp roofline (the exps a kernel needs by design at the exp throughput
     measured in the same run) reached by the training step at each L (the library, its
-    previous kernel, PyTorch eager and torch.compile; bars at the median, whiskers from the
+    previous kernel, the C++ FFI kernels of ``benchmarks/kernel`` when the run timed them,
+    PyTorch eager and torch.compile; bars at the median, whiskers from the
     slowest to the fastest repeat), and by identity attention at each L (right)."""
     import numpy as np
 
@@ -97,6 +98,8 @@ def roofline_fractions(size: str = "small", results: dict | None = None):
 
         series = [("attnclust", [frac({"L": r["L"], **r["library"]}) for r in steps]),
                   ("previous kernel", [frac({"L": r["L"], **r["previous"]}) for r in steps])]
+        if all("kernel" in r for r in steps):
+            series.append(("C++ FFI kernels (benchmark only)", [frac({"L": r["L"], **r["kernel"]}) for r in steps]))
         for kind, label in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
             by_L = {r["L"]: r for r in peers.get(kind, [])}
             if all(L in by_L for L in Ls):
