@@ -3,7 +3,7 @@
 # FFI headers that jaxlib ships. For make bench only; nothing else needs it.
 #   bash benchmarks/kernel/build.sh [PYTHON [OUT]]   # OUT: the library (default: libpool.so here)
 set -euo pipefail
-PY=${1:-python3}
+PY=$(realpath -s "$(command -v "${1:-python3}")")  # absolute, symlinks kept (a venv): the script changes directory
 OUT=$(realpath -m "${2:-$(dirname "$0")/libpool.so}")
 cd "$(dirname "$0")"
 INC=$("$PY" -c "import jax; print(jax.ffi.include_dir())")
