@@ -206,16 +206,26 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     """Exps per second on one rows x cols tile (in cache) by the two code paths XLA's CPU
     backend has for them: a loop fusion that writes the exps (what a kernel needs when one
     exp feeds several sums, as in the step's forward pass) and a YNNPACK reduction that
-    sums them as it computes them (one sum per exp, as in the backward pass)."""
+    sums them as it computes them (one sum per exp, as in the backward pass). Also
+    "forward": scores per second of the library's forward pass (``rank_one_softmax_pool``)
+    on two such tiles (two pairs of rows queries and cols keys: more than one tile, so it
+    takes the tiled path), where the written exps are then reduced by the product against
+    the keys' powers."""
     import jax
     import jax.numpy as jnp
+
+    from attnclust._numerics import rank_one_softmax_pool
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
     written = jax.jit(lambda a, b: jnp.exp(a[:, None] * b[None, :]))
     summed = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]), axis=-1))
+    Pq = jax.random.normal(jax.random.PRNGKey(2), (2, rows))
+    Pk = jax.random.normal(jax.random.PRNGKey(3), (2, cols))
+    forward = jax.jit(lambda Pq, Pk: rank_one_softmax_pool(1.0, Pq, Pk))
     out = {"shape": [rows, cols]}
-    for name, f in (("written", written), ("summed", summed)):
-        t = timings(lambda f=f: f(a, b).block_until_ready(), reps)
-        out[name] = {**t, "best_per_s": rows * cols / t["min_s"], "median_per_s": rows * cols / t["median_s"]}
+    for name, f, args, n in (("written", written, (a, b), rows * cols), ("summed", summed, (a, b), rows * cols),
+                             ("forward", forward, (Pq, Pk), 2 * rows * cols)):
+        t = timings(lambda f=f, args=args: f(*args).block_until_ready(), reps)
+        out[name] = {**t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"]}
     return out
