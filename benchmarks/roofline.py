@@ -62,18 +62,20 @@ def interleaved_timings(fs: dict[str, Callable[[], object]], reps: int = REPEATS
             f()
             ts[k].append(time.perf_counter() - t0)
     return {k: {"min_s": float(np.min(v)), "median_s": float(np.median(v)), "max_s": float(np.max(v)),
-                "reps": reps, "load": load1()} for k, v in ts.items()}
+                "per_rep_s": v, "reps": reps, "load": load1()} for k, v in ts.items()}
 
 
-def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS) -> dict:
+def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS, exp_sum=None) -> dict:
     """Exp throughput: ``sum(exp(a_i b_j))`` over a rows x cols grid (logits in [-8, 0]),
-    jitted; exps per second at the fastest, median and slowest repeat."""
+    jitted; exps per second at the fastest, median and slowest repeat. ``exp_sum`` (a, b)
+    -> scalar replaces JAX's sum by another implementation of it (the C++ loop of
+    ``benchmarks/kernel``)."""
     import jax
     import jax.numpy as jnp
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
-    f = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :])))
+    f = jax.jit(exp_sum or (lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]))))
     t = timings(lambda: f(a, b).block_until_ready(), reps)
     n = rows * cols
     return {"exps": n, **t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"],
@@ -156,6 +158,7 @@ def time_steps(L: int, batch: int, pools: dict, reps: int = REPEATS, target_exps
     n = steps_per_repeat(L, batch, target_exps)
     ts = interleaved_timings({k: step_runner(L, batch, n, pool) for k, pool in pools.items()}, reps)
     return {k: {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
+                "per_rep_s": [x / n for x in t["per_rep_s"]],
                 **{q: t[q] / n for q in ("min_s", "median_s", "max_s")}} for k, t in ts.items()}
 
 
