@@ -62,18 +62,20 @@ def interleaved_timings(fs: dict[str, Callable[[], object]], reps: int = REPEATS
             f()
             ts[k].append(time.perf_counter() - t0)
     return {k: {"min_s": float(np.min(v)), "median_s": float(np.median(v)), "max_s": float(np.max(v)),
-                "reps": reps, "load": load1()} for k, v in ts.items()}
+                "per_rep_s": v, "reps": reps, "load": load1()} for k, v in ts.items()}
 
 
-def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS) -> dict:
+def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS, exp_sum=None) -> dict:
     """Exp throughput: ``sum(exp(a_i b_j))`` over a rows x cols grid (logits in [-8, 0]),
-    jitted; exps per second at the fastest, median and slowest repeat."""
+    jitted; exps per second at the fastest, median and slowest repeat. ``exp_sum`` (a, b)
+    -> scalar replaces JAX's sum by another implementation of it (the C++ loop of
+    ``benchmarks/kernel``)."""
     import jax
     import jax.numpy as jnp
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
-    f = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :])))
+    f = jax.jit(exp_sum or (lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]))))
     t = timings(lambda: f(a, b).block_until_ready(), reps)
     n = rows * cols
     return {"exps": n, **t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"],
@@ -156,6 +158,7 @@ def time_steps(L: int, batch: int, pools: dict, reps: int = REPEATS, target_exps
     n = steps_per_repeat(L, batch, target_exps)
     ts = interleaved_timings({k: step_runner(L, batch, n, pool) for k, pool in pools.items()}, reps)
     return {k: {"L": L, "batch": batch, "steps_per_repeat": n, "reps": t["reps"], "load": t["load"],
+                "per_rep_s": [x / n for x in t["per_rep_s"]],
                 **{q: t[q] / n for q in ("min_s", "median_s", "max_s")}} for k, t in ts.items()}
 
 
@@ -206,16 +209,26 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     """Exps per second on one rows x cols tile (in cache) by the two code paths XLA's CPU
     backend has for them: a loop fusion that writes the exps (what a kernel needs when one
     exp feeds several sums, as in the step's forward pass) and a YNNPACK reduction that
-    sums them as it computes them (one sum per exp, as in the backward pass)."""
+    sums them as it computes them (one sum per exp, as in the backward pass). Also
+    "forward": scores per second of the library's forward pass (``rank_one_softmax_pool``)
+    on two such tiles (two pairs of rows queries and cols keys: more than one tile, so it
+    takes the tiled path), where the written exps are then reduced by the product against
+    the keys' powers."""
     import jax
     import jax.numpy as jnp
+
+    from attnclust._numerics import rank_one_softmax_pool
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
     written = jax.jit(lambda a, b: jnp.exp(a[:, None] * b[None, :]))
     summed = jax.jit(lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]), axis=-1))
+    Pq = jax.random.normal(jax.random.PRNGKey(2), (2, rows))
+    Pk = jax.random.normal(jax.random.PRNGKey(3), (2, cols))
+    forward = jax.jit(lambda Pq, Pk: rank_one_softmax_pool(1.0, Pq, Pk))
     out = {"shape": [rows, cols]}
-    for name, f in (("written", written), ("summed", summed)):
-        t = timings(lambda f=f: f(a, b).block_until_ready(), reps)
-        out[name] = {**t, "best_per_s": rows * cols / t["min_s"], "median_per_s": rows * cols / t["median_s"]}
+    for name, f, args, n in (("written", written, (a, b), rows * cols), ("summed", summed, (a, b), rows * cols),
+                             ("forward", forward, (Pq, Pk), 2 * rows * cols)):
+        t = timings(lambda f=f, args=args: f(*args).block_until_ready(), reps)
+        out[name] = {**t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"]}
     return out

@@ -58,9 +58,13 @@ def test_committed_results_figure_draws():
 
     results = load_results()
     fig = roofline_fractions(results=results)
-    # one bar per L for each kernel measured (the library, the previous kernel, two PyTorch peers)
+    # one bar per L for each kernel measured: the library, the previous kernel, the C++ FFI
+    # kernels (when the run timed them) and two PyTorch peers
+    kernels = 4 + all("kernel" in row for row in results["steps"])
     bars = [p for p in fig.axes[0].patches]
-    assert len(bars) == 4 * len(results["steps"])
+    assert len(bars) == kernels * len(results["steps"])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert ("C++ FFI kernels (benchmark only)" in labels) == (kernels == 5), labels
     fig = roofline_fractions(results={**results, "steps": [], "identity": []})
     assert "no training-step measurements" in [t.get_text() for t in fig.axes[0].texts]
 

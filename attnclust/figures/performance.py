@@ -50,9 +50,12 @@ def identity_scaling(size: str = "small", results: dict | None = None):
     ax_t.loglog(Ls, [r["blocked_s"] for r in rows], "o-", label=f"blocked (B={rows[0]['block']})")
     if full:
         ax_t.loglog([r["L"] for r in full], [r["full_s"] for r in full], "s--", label="unblocked")
-    ax_t.loglog(Ls, [r["kmeans_s"] for r in rows], "^:", color="tab:green", label="KMeans (10 restarts)")
-    ax_t.axhline(60.0, color="0.5", ls=":", lw=1)
-    ax_t.axvline(100000, color="0.5", ls=":", lw=1)
+    from ..baselines import KMEANS_N_INIT
+
+    goal_L = max(Ls)  # the goals are at the longest prompt measured (identity_L100k_*)
+    ax_t.loglog(Ls, [r["kmeans_s"] for r in rows], "^:", color="tab:green", label=f"KMeans ({KMEANS_N_INIT} restarts)")
+    ax_t.axhline(GOALS["identity_L100k_time"]["target"], color="0.5", ls=":", lw=1)
+    ax_t.axvline(goal_L, color="0.5", ls=":", lw=1)
     ax_t.set_xlabel("prompt length L")
     ax_t.set_ylabel("time (s)")
     ax_t.set_title("time of one evaluation", fontsize=10)
@@ -62,8 +65,8 @@ def identity_scaling(size: str = "small", results: dict | None = None):
     if full:
         ax_m.loglog([r["L"] for r in full], [r["full_rss_mb"] for r in full], "s--", label="unblocked: peak RSS")
     ax_m.loglog(Ls, [r["base_rss_mb"] for r in rows], "x:", color="0.4", label="process before the evaluation")
-    ax_m.axhline(2048.0, color="0.5", ls=":", lw=1)
-    ax_m.axvline(100000, color="0.5", ls=":", lw=1)
+    ax_m.axhline(GOALS["identity_L100k_rss"]["target"], color="0.5", ls=":", lw=1)
+    ax_m.axvline(goal_L, color="0.5", ls=":", lw=1)
     ax_m.set_xlabel("prompt length L")
     ax_m.set_ylabel("peak resident memory (MB)")
     ax_m.set_title("memory of the process", fontsize=10)
@@ -112,7 +115,8 @@ def roofline_fractions(size: str = "small", results: dict | None = None):
             ax_s.bar(x + (i - (len(series) - 1) / 2) * w, med, w, yerr=err, capsize=2, label=label)
         goal = [g for k, g in GOALS.items() if k.startswith("step_frac_roofline")]
         if goal:
-            ax_s.axhline(goal[0]["target"], color="0.4", ls=":", lw=1, label="goal at L = 256, 1024")
+            at = ", ".join(k.rsplit("_L", 1)[1] for k in GOALS if k.startswith("step_frac_roofline"))
+            ax_s.axhline(goal[0]["target"], color="0.4", ls=":", lw=1, label=f"goal at L = {at}")
         ax_s.set_xticks(x, [f"L = {L}" for L in Ls])
         ax_s.set_ylabel("fraction of the exp roofline")
         ax_s.set_ylim(0, 1)

@@ -4,7 +4,8 @@ gradient), each pass one loop over its scores with one exp each. For ``make benc
 measurement of what a custom kernel gives, beside the library's XLA program.
 
 ``load()`` returns the pooling, with the signature of ``rank_one_softmax_pool``, or None
-when ``libpool.so`` is not built (``bash benchmarks/kernel/build.sh``)."""
+when ``libpool.so`` is not built (``bash benchmarks/kernel/build.sh``); after it,
+``exp_sum`` is the exp roofline's sum in the same C++."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ def _moments(s, ext, Pk):
 
 def _key_grads(s, ext, Pk, a, b):
     return jax.ffi.ffi_call("attnclust_key_grads", jax.ShapeDtypeStruct(Pk.shape, jnp.float32))(s, ext, Pk, a, b)
+
+
+def exp_sum(a, b):
+    """sum_ij exp(a_i b_j) (a (rows,), b (cols,) float32) by the C++ loop: the exp roofline's
+    sum, compiled as the kernels are."""
+    return jax.ffi.ffi_call("attnclust_exp_sum", jax.ShapeDtypeStruct((), jnp.float32))(a, b)
 
 
 def _stats(lam, Pq, Pk):
@@ -79,7 +86,7 @@ def load(path: Path | str = LIB):
         if not path.is_file():
             return None
         lib = ctypes.cdll.LoadLibrary(str(path))
-        for name in ("attnclust_moments", "attnclust_key_grads"):
+        for name in ("attnclust_moments", "attnclust_key_grads", "attnclust_exp_sum"):
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, name)), platform="cpu")
         _LOADED.append(path)
     return ffi_pool

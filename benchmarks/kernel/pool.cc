@@ -6,6 +6,8 @@
 //   moments:   for each (pair, query q): Z = sum_k e, S1 = sum_k e D, S2 = sum_k e D^2,
 //              D = Pk_k - ext_q, e = exp(s_q D), the three sums in one pass over the keys.
 //   key_grads: for each (pair, key k): sum_q e_qk (a_q + b_q D_qk), one pass over the queries.
+//   exp_sum:   sum_ij exp(a_i b_j), the exp roofline's own loop compiled the same way, so
+//              that the roofline is the faster of XLA's exps and these.
 //
 // One exp per score in each pass, vectorised by the compiler (glibc's vector expf) and
 // split over the cores with OpenMP. Built by benchmarks/kernel/build.sh.
@@ -69,6 +71,28 @@ static ffi::Error KeyGrads(ffi::Buffer<ffi::F32> s, ffi::Buffer<ffi::F32> ext, f
   }
   return ffi::Error::Success();
 }
+
+static ffi::Error ExpSum(ffi::Buffer<ffi::F32> a, ffi::Buffer<ffi::F32> b, ffi::ResultBuffer<ffi::F32> out) {
+  const int64_t R = a.element_count(), C = b.element_count();
+  const float *A = a.typed_data(), *B = b.typed_data();
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (int64_t i = 0; i < R; i++) {
+    const float ai = A[i];
+    float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t j = 0; j < C; j++) acc += std::exp(ai * B[j]);
+    total += acc;
+  }
+  out->typed_data()[0] = static_cast<float>(total);
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(attnclust_exp_sum, ExpSum,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(attnclust_moments, Moments,
                               ffi::Ffi::Bind()
