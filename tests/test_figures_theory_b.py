@@ -84,6 +84,7 @@ def test_distortion_data_consistent():
     assert np.all(s["bound_s2"] >= s["exact_min_s2"])
 
 
+@pytest.mark.slow
 def test_risk_gap_terms_add_up_and_match_the_masked_estimator():
     # R_L - R_inf by two routes on the same tokens (same key and shape): the variance and
     # cross terms of figures.risk (two_head_layer on reshaped prompts) and the paired

@@ -70,6 +70,7 @@ def test_newton_finds_tilted_minimum(mix, theta_star):
     assert np.allclose(ac.alignment(p.theta, mix.centroids), 0.9859, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_newton_finds_between_saddle(mix):
     e = np.eye(5)
     start = np.stack([0.9 * (e[0] + e[1]), 0.9 * (e[0] - e[1])]) / np.sqrt(2)

@@ -118,6 +118,7 @@ def test_jax_lambdify_matches_numpy_and_differentiates():
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tilting_lemma_integrals_are_the_closed_forms():
     # the integrals sympy returns simplify to the closed forms; a wrong constant does not
     L = S.tilting_lemma()
@@ -505,6 +506,7 @@ def test_identity_attention_is_norm_weighted_mean_shift():
                                rtol=1e-4, atol=1e-4)  # float32 softmax of logits up to ~20
 
 
+@pytest.mark.slow
 def test_identity_attention_origin_and_rotations():
     # Q(UX) = U Q(X) for an orthogonal U; Q(X + b) - b is the layer with the logits tilted
     # by lam <b, x_k>, and differs from Q(X)

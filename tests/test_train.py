@@ -106,6 +106,7 @@ def test_settings_are_keyword_only(key, mixture):
         ac.init_theta(key, mixture, 2)
 
 
+@pytest.mark.slow
 def test_fit_sampler_trains_as_fit_many(key, mixture):
     """fit_many(keys) from given heads is fit_sampler on draw_from_mixture with the second
     half of each seed's key (the first half draws the initial heads)."""

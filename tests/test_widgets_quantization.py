@@ -78,6 +78,7 @@ def test_masked_equals_library_on_the_prompt(K, L, lam):
     np.testing.assert_allclose(data["curve"], curve, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_same_noise_across_separations_and_lengths():
     a = quantization_data(lam=1.0, r_over_sigma=2.0, K=2, L=50, seed=3)
     b = quantization_data(lam=1.0, r_over_sigma=4.0, K=2, L=50, seed=3)
