@@ -227,12 +227,13 @@ def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
     from roofline import exp_roofline, step_hlo, time_steps
 
     kernel = load_kernel()
+    exp_sum = native_exp_sum()
     pools = {"library": None, "previous": previous_pool, **({"kernel": kernel} if kernel is not None else {})}
     out = []
     for L in Ls:
         row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
-        if kernel is not None:
-            row["roofline_before_native"] = exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], exp_sum=native_exp_sum())
+        if exp_sum is not None:
+            row["roofline_before_native"] = exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], exp_sum=exp_sum)
         row.update(time_steps(L, batch, pools, cfg["reps"], cfg["step_target_exps"]))
         row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
         row["hlo"] = step_hlo(L, batch)
@@ -248,10 +249,9 @@ def load_kernel():
     """The pooling through the C++ FFI kernels (``benchmarks/kernel``), checked against the
     library's values and gradients, or None (with a log line) when they are not built or
     do not agree."""
-    sys.path.insert(0, str(HERE / "kernel"))
-    import ffi_pool
     from alternatives import check_pool
 
+    ffi_pool = _ffi_pool()
     pool = ffi_pool.load()
     if pool is None:
         log(f"no FFI kernel at {ffi_pool.LIB} (bash benchmarks/kernel/build.sh): not timed")
@@ -263,11 +263,19 @@ def load_kernel():
     return pool
 
 
-def native_exp_sum():
-    """The exp roofline's sum in C++ (``benchmarks/kernel``), or None when not built."""
-    sys.path.insert(0, str(HERE / "kernel"))
+def _ffi_pool():
+    """The module ``benchmarks/kernel/ffi_pool.py`` (its folder put on sys.path once)."""
+    folder = str(HERE / "kernel")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     import ffi_pool
 
+    return ffi_pool
+
+
+def native_exp_sum():
+    """The exp roofline's sum in C++ (``benchmarks/kernel``), or None when not built."""
+    ffi_pool = _ffi_pool()
     return ffi_pool.exp_sum if ffi_pool.load() is not None else None
 
 
