@@ -5,14 +5,16 @@ Test files run in the order of their number of ``slow`` tests (most first).
 
 The jaxtyping annotations of the library are checked in every test: jaxtyping's import
 hook decorates each function and dataclass of ``attnclust`` with
-``jaxtyped(typechecker=beartype)`` when it is imported (below, before the first import of
-the package), so a call whose arguments or result disagree with its annotated types or
+``jaxtyped(typechecker=beartype)`` when it is imported (``pytest_configure``, before any
+test module imports the package), so a call whose arguments or result disagree with its annotated types or
 shapes fails with a ``TypeCheckError``. Tests marked ``bad_input`` pass wrong input on
 purpose, to test the library's own ValueError/TypeError messages; the checker is switched
 off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs without the hook
 (slightly faster, for a quick loop).
 """
 
+import ast
+import importlib
 import importlib.util
 import os
 from collections import Counter
@@ -46,27 +48,56 @@ _OPT_LEVEL = "--xla_backend_optimization_level"
 if _OPT_LEVEL not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_OPT_LEVEL}=1".strip()
 
-import jax
 import pytest
 from jaxtyping import config as jaxtyping_config
-from jaxtyping import install_import_hook
 
 TYPECHECK = os.environ.get("ATTNCLUST_TYPECHECK", "1") != "0"
-if TYPECHECK:
-    # ``float`` accepts an int as PEP 484 says (the numeric tower); beartype's default is
-    # stricter than the annotations mean.
-    _HOOK = install_import_hook(
-        "attnclust", "beartype.beartype(conf=beartype.BeartypeConf(is_pep484_tower=True))"
-    )
+PACKAGE = Path(__file__).resolve().parents[1] / "attnclust"
 
-import attnclust as ac  # noqa: E402  (after the hook, so that the package is checked)
 
-# The fields of GaussianMixture are annotated with what it stores (float32 arrays), but JAX
-# rebuilds the pytree from whatever leaves a transformation holds (tracers, the shape structs
-# of jax.eval_shape, the ints and None of a vmap in_axes prefix), so its __init__ takes any
-# leaf: the checker skips __init__ (jaxtyping reads __no_type_check__ at call time), and
-# __post_init__ validates what a user passes.
-ac.GaussianMixture.__init__.__no_type_check__ = True
+def third_party_imports(package: Path = PACKAGE) -> list[str]:
+    """The modules outside the package that its modules import at their top level."""
+    names = set()
+    for path in package.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module)
+    return sorted(name for name in names if name.partition(".")[0] not in ("attnclust", "__future__"))
+
+
+def pytest_configure(config):
+    """Install the type checker's import hook, then import the package (in each process
+    that runs tests; an xdist controller, which only hands out files, imports neither).
+
+    The third-party modules the package imports are imported first, without the hook: while
+    the hook executes a module of ``attnclust`` it swaps the name of the bytecode cache file
+    for every module imported meanwhile, so scipy, scikit-learn, optax, matplotlib and the
+    checker itself would otherwise be compiled from source in every process (about 1,400
+    modules; the cache cannot be written where ``PYTHONDONTWRITEBYTECODE`` is set)."""
+    if getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    for name in third_party_imports():
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional dependency (an extra) that is not installed
+            pass
+    if TYPECHECK:
+        from jaxtyping import install_import_hook
+
+        # ``float`` accepts an int as PEP 484 says (the numeric tower); beartype's default
+        # is stricter than the annotations mean.
+        install_import_hook("attnclust", "beartype.beartype(conf=beartype.BeartypeConf(is_pep484_tower=True))")
+    import attnclust
+
+    # The fields of GaussianMixture are annotated with what it stores (float32 arrays), but
+    # JAX rebuilds the pytree from whatever leaves a transformation holds (tracers, the
+    # shape structs of jax.eval_shape, the ints and None of a vmap in_axes prefix), so its
+    # __init__ takes any leaf: the checker skips __init__ (jaxtyping reads
+    # __no_type_check__ at call time), and __post_init__ validates what a user passes.
+    attnclust.GaussianMixture.__init__.__no_type_check__ = True
+
 
 DEFAULT = dict(K=2, d=5, r=2.0, sigma=0.5)
 """The book's default setting (the default mixture of chapters/attention.md and
@@ -89,11 +120,15 @@ def _typecheck(request):
 
 @pytest.fixture
 def key():
+    import jax
+
     return jax.random.PRNGKey(20251201)
 
 
 @pytest.fixture
 def mixture():
+    import attnclust as ac
+
     return ac.orthogonal_mixture(**DEFAULT)
 
 from hypothesis import settings

@@ -1,7 +1,10 @@
 """Measures of chapters/mixtures.md (def-distortion): alignment, assignments, distortion, ARI."""
 
+import os
+
 import jax
 import jax.numpy as jnp
+import jaxtyping
 import numpy as np
 import pytest
 
@@ -83,3 +86,12 @@ def test_within_spread():
     assert ac.within_spread(Z, lab, 2) == pytest.approx(0.5)
     stacked = np.stack([Z, 0 * Z])
     np.testing.assert_allclose(ac.within_spread(stacked, lab, 2), [0.5, 0.0])
+
+
+@pytest.mark.skipif(os.environ.get("ATTNCLUST_TYPECHECK", "1") == "0", reason="run without the type checker")
+def test_annotated_shapes_are_checked_in_the_tests():
+    """The test suite runs the library under jaxtyping's checker (tests/conftest.py): a call
+    whose shapes disagree with the annotations (theta's d against the centroids' d) fails
+    in the checker, before the library's own ValueError could."""
+    with pytest.raises(jaxtyping.TypeCheckError):
+        ac.abs_cosines(np.ones((2, 3)), np.ones((2, 4)))
