@@ -59,8 +59,11 @@ def _row_moments(tile_bytes, lam, Pq, Pk):
     reduced by three sums over the keys, which XLA fuses with the exps: at these sizes a
     step is bound by per-operation overheads, and this is the program with the fewest.
     Otherwise they are computed tile by tile, no tile over ``tile_bytes``
-    (``_tile_moments``): ``lax.map`` over the pairs and, when one pair's Q x K weights do
-    not fit, over blocks of queries (the last padded, its rows dropped)."""
+    (``_tile_moments``): ``lax.map`` over groups of as many whole pairs as fit in a tile
+    (the last group padded with zero pairs, dropped after) or, when one pair's Q x K weights
+    do not fit, over the pairs and over blocks of queries (the last padded, its rows
+    dropped). At L = 256 (32 prompts, two heads) a tile holds 16 pairs: the step took 3.66 ms
+    (median of 7 interleaved repeats, 2026-12-02) against 3.85 ms with one pair a tile."""
     ext, s = _shift(lam, Pq, Pk)
     if _one_tile(tile_bytes, Pq, Pk):
         D = Pk[:, None, :] - ext[:, :, None]
@@ -71,19 +74,24 @@ def _row_moments(tile_bytes, lam, Pq, Pk):
         mx, mn = jnp.max(Pk, axis=-1, keepdims=True), jnp.min(Pk, axis=-1, keepdims=True)
         Dp, Dm = Pk - mx, Pk - mn
         V = jnp.stack([jnp.ones_like(Pk), Dp, Dm, Dp * Dp, Dm * Dm], axis=-1)  # (n, K, 5)
-        Q = Pq.shape[-1]
-        T = max(1, min(Q, tile_bytes // (Pk.shape[-1] * Pk.dtype.itemsize)))
-        nt = -(-Q // T)
+        (n, Q), row = Pq.shape, Pk.shape[-1] * Pk.dtype.itemsize
+        if Q * row <= tile_bytes:  # G whole pairs a tile (the last tile padded with zeros)
+            G = min(n, tile_bytes // (Q * row))
+            ng = -(-n // G)
+            group = lambda x: jnp.pad(x, [(0, ng * G - n)] + [(0, 0)] * (x.ndim - 1)).reshape(ng, G, *x.shape[1:])
+            out = jax.lax.map(lambda t: _tile_moments(*t), tuple(group(x) for x in (s, ext, pos, Pk, V)))
+            Z, S1, S2 = (o.reshape(ng * G, Q)[:n] for o in out)
+        else:  # one pair at a time, in blocks of T queries (the last padded)
+            T = max(1, tile_bytes // row)
+            nt = -(-Q // T)
 
-        def pair(args):
-            s, ext, pos, Pk, V = args
-            if nt == 1:
-                return _tile_moments(s, ext, pos, Pk, V)
-            pad = lambda x: jnp.pad(x, (0, nt * T - Q)).reshape(nt, T)
-            out = jax.lax.map(lambda q: _tile_moments(*q, Pk, V), (pad(s), pad(ext), pad(pos)))
-            return tuple(o.reshape(-1)[:Q] for o in out)
+            def pair(args):
+                s, ext, pos, Pk, V = args
+                pad = lambda x: jnp.pad(x, (0, nt * T - Q)).reshape(nt, T)
+                out = jax.lax.map(lambda q: _tile_moments(*q, Pk, V), (pad(s), pad(ext), pad(pos)))
+                return tuple(o.reshape(-1)[:Q] for o in out)
 
-        Z, S1, S2 = jax.lax.map(pair, (s, ext, pos, Pk, V))
+            Z, S1, S2 = jax.lax.map(pair, (s, ext, pos, Pk, V))
     m1 = S1 / Z  # mean of Pk - ext: small where the weights concentrate
     return ext, Z, m1, jnp.maximum(S2 / Z - m1 * m1, 0.0)
 

@@ -172,10 +172,7 @@ def with_fractions(t: dict, exps: int, exp_rate: float) -> dict:
 
 def step_hlo(L: int, batch: int) -> dict:
     """What XLA made of the library's training step at L: its temporary memory, and each
-    fusion that computes exps (its kind: XLA's own loop emitter, or a YNNPACK kernel, and its
-    output shape), read from the compiled HLO."""
-    import re
-
+    fusion that computes exps (``exp_fusions``), read from the compiled HLO."""
     import jax
     import optax
 
@@ -188,6 +185,16 @@ def step_hlo(L: int, batch: int) -> dict:
     step = ac.make_step(opt, 1.0)
     compiled = jax.jit(lambda t, X: step((t, opt.init(t)), X)).lower(theta, X).compile()
     text = compiled.as_text()
+    loops = sum(1 for line in text.splitlines() if " while(" in line)
+    return {"L": L, "batch": batch, "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
+            "exp_fusions": exp_fusions(text), "while_loops": loops}
+
+
+def exp_fusions(text: str) -> list[dict]:
+    """Each fusion of a compiled program (``compiled.as_text()``) that computes exps: its
+    kind (XLA's own loop or reduction emitter, or a YNNPACK kernel) and its output shape."""
+    import re
+
     bodies = {}
     for block in re.split(r"\n(?=%|ENTRY)", text):
         head = block.split(" ", 1)[0].lstrip("%")
@@ -200,9 +207,7 @@ def step_hlo(L: int, batch: int) -> dict:
             shape = re.search(r"= (\S+) fusion\(", line)
             fusions.append({"kind": "YNNPACK" if "__ynn_fusion" in line else re.search(r"kind=(\w+)", line).group(1),
                             "output": shape.group(1) if shape else "?"})
-    loops = sum(1 for line in text.splitlines() if " while(" in line)
-    return {"L": L, "batch": batch, "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
-            "exp_fusions": fusions, "while_loops": loops}
+    return fusions
 
 
 def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
@@ -213,7 +218,10 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     "forward": scores per second of the library's forward pass (``rank_one_softmax_pool``)
     on two such tiles (two pairs of rows queries and cols keys: more than one tile, so it
     takes the tiled path), where the written exps are then reduced by the product against
-    the keys' powers."""
+    the keys' powers; and "sums": the same three moments written as three sums over the
+    keys of one expression's exps (scores per second), and the exp fusions XLA compiled them
+    into ("sums_exp_fusions": a loop fusion whose output is every exp, read back by the
+    sums, where one reduction would have to feed all three)."""
     import jax
     import jax.numpy as jnp
 
@@ -226,9 +234,16 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     Pq = jax.random.normal(jax.random.PRNGKey(2), (2, rows))
     Pk = jax.random.normal(jax.random.PRNGKey(3), (2, cols))
     forward = jax.jit(lambda Pq, Pk: rank_one_softmax_pool(1.0, Pq, Pk))
-    out = {"shape": [rows, cols]}
+
+    def three_sums(Pq, Pk):
+        D = Pk[:, None, :] - jnp.max(Pk, axis=-1)[:, None, None]
+        e = jnp.exp(Pq[:, :, None] * D)
+        return jnp.sum(e, -1), jnp.sum(e * D, -1), jnp.sum(e * D * D, -1)
+
+    sums = jax.jit(three_sums)
+    out = {"shape": [rows, cols], "sums_exp_fusions": exp_fusions(sums.lower(Pq, Pk).compile().as_text())}
     for name, f, args, n in (("written", written, (a, b), rows * cols), ("summed", summed, (a, b), rows * cols),
-                             ("forward", forward, (Pq, Pk), 2 * rows * cols)):
-        t = timings(lambda f=f, args=args: f(*args).block_until_ready(), reps)
+                             ("forward", forward, (Pq, Pk), 2 * rows * cols), ("sums", sums, (Pq, Pk), 2 * rows * cols)):
+        t = timings(lambda f=f, args=args: jax.block_until_ready(f(*args)), reps)
         out[name] = {**t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"]}
     return out

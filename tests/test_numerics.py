@@ -41,7 +41,7 @@ _LIB_GRAD = jax.jit(jax.grad(_loss(rank_one_softmax_pool), argnums=(0, 1, 2)))
 
 def _inputs(seed, Q, K, scale):
     rng = np.random.default_rng(seed)
-    return (scale * rng.normal(size=(2, Q)), scale * rng.normal(size=(2, K)), rng.normal(size=(2, Q)))
+    return (scale * rng.normal(size=(3, Q)), scale * rng.normal(size=(3, K)), rng.normal(size=(3, Q)))
 
 
 def _assert_close(got, want, rel=2e-4):
@@ -129,19 +129,21 @@ def test_training_loss_gradient_matches_reference_layer(key):
 
 
 # --------------------------------------------------------------------------- tiles
-# The forward pass computes the weights tile by tile (all pairs at once, one pair at a time,
-# or blocks of queries of one pair with the last block padded). Small ``tile_bytes`` force
-# each path at small sizes, so the same float64 reference checks all of them.
+# The forward pass computes the weights tile by tile (all pairs at once, a few whole pairs a
+# tile with the last tile padded, or blocks of queries of one pair with the last block
+# padded). Small ``tile_bytes`` force each path at small sizes, so the same float64
+# reference checks all of them.
 
 def _tiled(tile_bytes):
     pool = lambda lam, Pq, Pk: rank_one_softmax_pool(lam, Pq, Pk, tile_bytes=tile_bytes)
     return jax.jit(pool), jax.jit(jax.grad(_loss(pool), argnums=(0, 1, 2)))
 
 
-# tile_bytes as a number of float32 rows of K = 40 keys (160 bytes a row): 10**6 holds every
-# pair at once; 40 rows one pair of Q <= 40 queries; 7 rows blocks of 7 queries (the last
-# one padded); 1 row one query at a time
-_TILES = {rows: _tiled(rows * 160) for rows in (10**6, 40, 7, 1)}
+# tile_bytes as a number of float32 rows of K = 40 keys (160 bytes a row), for the 3 pairs of
+# _inputs: 10**6 holds every pair at once; 80 rows two pairs of 40 queries a tile (the second
+# tile padded); 40 rows one pair of 40 queries a tile, or two of 17 (padded); 7 rows blocks
+# of 7 queries (the last one padded), or two pairs of 3 queries; 1 row one query at a time
+_TILES = {rows: _tiled(rows * 160) for rows in (10**6, 80, 40, 7, 1)}
 
 
 @pytest.mark.slow
