@@ -48,18 +48,21 @@ def timings(f: Callable[[], object], reps: int = REPEATS, number: int = 1) -> di
 
 
 def interleaved_timings(fs: dict[str, Callable[[], object]], reps: int = REPEATS) -> dict[str, dict]:
-    """``timings`` of several functions, their repeats interleaved (a, b, c, a, b, c, ...)
-    after one warm-up call each, so that a change of load during the run weighs on all of
-    them alike and their ratios are paired."""
+    """``timings`` of several functions, their repeats interleaved after one warm-up call
+    each, so that a change of load during the run weighs on all of them alike and their
+    ratios are paired. The order rotates from one repeat to the next (a, b, c, then b, c, a,
+    then c, a, b, ...), so that no function always runs right after the same other one
+    (whose threads may still be spinning, or whose data fills the caches)."""
     import numpy as np
 
     for f in fs.values():
         f()
     ts: dict[str, list[float]] = {k: [] for k in fs}
-    for _ in range(reps):
-        for k, f in fs.items():
+    names = list(fs)
+    for i in range(reps):
+        for k in names[i % len(names):] + names[:i % len(names)]:
             t0 = time.perf_counter()
-            f()
+            fs[k]()
             ts[k].append(time.perf_counter() - t0)
     return {k: {"min_s": float(np.min(v)), "median_s": float(np.median(v)), "max_s": float(np.max(v)),
                 "per_rep_s": v, "reps": reps, "load": load1()} for k, v in ts.items()}

@@ -53,7 +53,7 @@ HERE = Path(__file__).resolve().parent
 SIZES = {
     # CPU scale: the whole run takes about 15 minutes on 2 cores.
     "small": dict(
-        steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, peer_L=(50, 256, 1024),
+        steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, step_reps=15, peer_L=(50, 256, 1024),
         identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
         tile_L=30000, tile_blocks=(1024, 2048), tile_key_blocks=(1024, 2048),
         full_max_bytes=2 * 2**30, widget_calls=15, matmul_n=(1024, 2048),
@@ -61,7 +61,7 @@ SIZES = {
     ),
     # smoke test of the script itself (seconds)
     "quick": dict(
-        steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, peer_L=(50,),
+        steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, step_reps=5, peer_L=(50,),
         identity_L=(1000, 3000), identity_reps=5, tile_L=3000, tile_blocks=(512,),
         tile_key_blocks=(1024, 2048), full_max_bytes=2 * 2**30, widget_calls=3, matmul_n=(512,),
         exp_grid=2048, bandwidth_bytes=64 * 2**20, step_target_exps=1e7,
@@ -234,7 +234,7 @@ def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
         row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
         if exp_sum is not None:
             row["roofline_before_native"] = exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], exp_sum=exp_sum)
-        row.update(time_steps(L, batch, pools, cfg["reps"], cfg["step_target_exps"]))
+        row.update(time_steps(L, batch, pools, cfg["step_reps"], cfg["step_target_exps"]))
         row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
         row["hlo"] = step_hlo(L, batch)
         log(f"step L={L}: library {1e3 * row['library']['median_s']:.2f} ms, previous "

@@ -10,7 +10,9 @@
 //              that the roofline is the faster of XLA's exps and these.
 //
 // One exp per score in each pass, vectorised by the compiler (glibc's vector expf) and
-// split over the cores with OpenMP. Built by benchmarks/kernel/build.sh.
+// split over the cores with OpenMP, in chunks handed out as threads finish (dynamic
+// scheduling): on a shared machine a core can stall, and equal static shares would then
+// make the whole loop wait for it. Built by benchmarks/kernel/build.sh.
 #include <cmath>
 #include <cstdint>
 
@@ -27,7 +29,7 @@ static ffi::Error Moments(ffi::Buffer<ffi::F32> s, ffi::Buffer<ffi::F32> ext, ff
   const int64_t n = qd[0], Q = qd[1], K = kd[1];
   const float *S = s.typed_data(), *E = ext.typed_data(), *P = pk.typed_data();
   float *Z = z->typed_data(), *S1 = s1->typed_data(), *S2 = s2->typed_data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 32)
   for (int64_t r = 0; r < n * Q; r++) {
     const float *p = P + (r / Q) * K;
     const float sq = S[r], eq = E[r];
@@ -56,7 +58,7 @@ static ffi::Error KeyGrads(ffi::Buffer<ffi::F32> s, ffi::Buffer<ffi::F32> ext, f
   const float *S = s.typed_data(), *E = ext.typed_data(), *P = pk.typed_data();
   const float *A = wa.typed_data(), *B = wb.typed_data();
   float *O = out->typed_data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 32)
   for (int64_t r = 0; r < n * K; r++) {
     const int64_t i = r / K;
     const float pkk = P[r];
@@ -76,7 +78,7 @@ static ffi::Error ExpSum(ffi::Buffer<ffi::F32> a, ffi::Buffer<ffi::F32> b, ffi::
   const int64_t R = a.element_count(), C = b.element_count();
   const float *A = a.typed_data(), *B = b.typed_data();
   double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
+#pragma omp parallel for reduction(+ : total) schedule(dynamic, 8)
   for (int64_t i = 0; i < R; i++) {
     const float ai = A[i];
     float acc = 0.f;
