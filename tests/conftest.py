@@ -6,8 +6,8 @@ Test files run in the order of their number of ``slow`` tests (most first).
 The jaxtyping annotations of the library are checked in every test: jaxtyping's import
 hook decorates each function and dataclass of ``attnclust`` with
 ``jaxtyped(typechecker=beartype)`` when it is imported (``pytest_configure``, before any
-test module imports the package), so a call whose arguments or result disagree with its annotated types or
-shapes fails with a ``TypeCheckError``. Tests marked ``bad_input`` pass wrong input on
+test module imports the package), so a call whose arguments or result disagree with its
+annotated types or shapes fails with a ``TypeCheckError``. Tests marked ``bad_input`` pass wrong input on
 purpose, to test the library's own ValueError/TypeError messages; the checker is switched
 off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs without the hook
 (slightly faster, for a quick loop).
