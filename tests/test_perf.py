@@ -97,7 +97,7 @@ def test_table_marks_goals():
     assert rows["b"]["met"] == "NOT met" and rows["b"]["goal"] == "≤ 60.0 s"
     assert rows["c"]["met"] == "" and rows["c"]["goal"] == ""
     assert rows["d"]["met"] == "NOT met" and rows["d"]["measured"] == "n/a s"
-    assert perf.summary(r) == {"met": 1, "not_met": 2}
+    assert perf.summary(r) == {"met": 1, "not_met": 2, "unresolved": 0}
     md = perf.markdown_table(r).splitlines()
     assert md[0].startswith("| Section |") and len(md) == 2 + 4
     assert "NOT met" in perf.text_table(r)
@@ -133,3 +133,99 @@ def test_validate_rejects_malformed(mutate, message):
 def test_goals_are_well_formed():
     for goal in perf.GOALS.values():
         assert goal["op"] in perf.OPS and isinstance(goal["target"], float)
+
+
+def _sign_test_k(n, level=0.95):
+    """The sign test's k by brute force: the largest k with P(Binomial(n, 1/2) < k) <=
+    (1 - level) / 2, from scipy's binomial."""
+    from scipy.stats import binom
+
+    return max((k for k in range(1, n // 2 + 1) if binom.cdf(k - 1, n, 0.5) <= (1 - level) / 2), default=0)
+
+
+@pytest.mark.parametrize("n, k", [(5, 0), (6, 1), (8, 1), (9, 2), (15, 4), (20, 6), (41, 14)])
+def test_sign_test_interval_exact_order_statistics(n, k):
+    """The interval is the k-th smallest and k-th largest draw, k from the binomial tables
+    (n = 15: the 4th and 12th of 15), and none below n = 6 at 95 %."""
+    assert _sign_test_k(n) == k
+    x = [float(i) for i in range(n, 0, -1)]  # n, ..., 1: the order statistics are 1..n
+    lo, hi = perf.sign_test_interval(x)
+    if k == 0:
+        assert lo != lo and hi != hi  # nan
+    else:
+        assert (lo, hi) == (k, n - k + 1)
+
+
+@pytest.mark.parametrize("n", range(1, 60))
+def test_sign_test_interval_matches_scipy(n):
+    import numpy as np
+
+    x = np.random.default_rng(n).lognormal(size=n)
+    k = _sign_test_k(n)
+    lo, hi = perf.sign_test_interval(x)
+    xs = np.sort(x)
+    assert (k == 0 and lo != lo) or (lo, hi) == (xs[k - 1], xs[n - k])
+    if k:
+        assert lo <= np.median(x) <= hi
+    k90 = _sign_test_k(n, 0.9)
+    lo90, hi90 = perf.sign_test_interval(x, 0.9)
+    assert (k90 == 0 and lo90 != lo90) or (lo90, hi90) == (xs[k90 - 1], xs[n - k90])
+
+
+def test_paired_ratio():
+    num = [2.0, 4.0, 3.0, 6.0, 5.0, 1.0, 8.0]
+    den = [1.0, 2.0, 3.0, 2.0, 5.0, 2.0, 4.0]  # ratios 2, 2, 1, 3, 1, 0.5, 2
+    r = perf.paired_ratio(num, den)
+    assert r["n"] == 7 and r["median"] == 2.0 and (r["min"], r["max"]) == (0.5, 3.0)
+    assert r["below_one"] == 1 and r["ci"] == [0.5, 3.0]  # n = 7: k = 1, the extremes
+    assert perf.paired_ratio(num[:5], den[:5])["ci"] == [None, None]  # too few for an interval
+    assert perf.paired_ratio([], [])["median"] is None
+    with pytest.raises(ValueError):
+        perf.paired_ratio([1.0, 2.0], [1.0])
+
+
+GOAL_TOL = {"op": ">=", "target": 1.0, "tol": 0.05}
+
+
+@pytest.mark.parametrize(
+    "goal, interval, expected",
+    [
+        (GOAL_TOL, [0.96, 1.2], perf.MET),  # all above 1 / 1.05 = 0.952
+        (GOAL_TOL, [0.90, 0.95], perf.NOT_MET),  # all below
+        (GOAL_TOL, [0.949, 1.13], perf.UNRESOLVED),  # straddles
+        (GOAL_TOL, [None, None], perf.UNRESOLVED),
+        (GOAL_TOL, None, perf.UNRESOLVED),
+        ({"op": "<=", "target": 2.0, "tol": 0.1}, [1.5, 2.19], perf.MET),  # all below 2.2
+        ({"op": "<=", "target": 2.0, "tol": 0.1}, [2.3, 2.5], perf.NOT_MET),
+        ({"op": "<=", "target": 2.0, "tol": 0.1}, [2.1, 2.3], perf.UNRESOLVED),
+        ({"op": ">=", "target": 1.0}, [0.5, 2.0], perf.MET),  # no tol: the value decides
+        (None, [0.5, 2.0], None),
+    ],
+)
+def test_goal_verdict_three_states(goal, interval, expected):
+    metric = {"value": 1.0, "goal": goal, **({"interval": interval} if interval is not None else {})}
+    assert perf.goal_verdict(metric) == expected
+
+
+def test_unresolved_goal_in_tables_and_summary():
+    r = synthetic([
+        {**m("a", 0.99, GOAL_TOL, unit="x"), "interval": [0.9, 1.1]},
+        {**m("b", 1.2, GOAL_TOL, unit="x"), "interval": [1.1, 1.3]},
+    ])
+    perf.validate(r)
+    rows = {row["quantity"]: row for row in perf.metric_rows(r)}
+    assert rows["a"]["met"] == "unresolved" and rows["b"]["met"] == "met"
+    assert rows["a"]["goal"] == "≥ 1 x within 5 % (95 % interval)"
+    assert perf.summary(r) == {"met": 1, "not_met": 0, "unresolved": 1}
+    assert perf.html_table(r).count('class="goal-unresolved"') == 1
+    bad = synthetic([{**m("a", 1.0, GOAL_TOL), "interval": [1.0]}])
+    with pytest.raises(ValueError, match="interval"):
+        perf.validate(bad)
+    with pytest.raises(ValueError, match="tol"):
+        perf.validate(synthetic([m("a", 1.0, {**GOAL_TOL, "tol": 2})]))
+
+
+@pytest.mark.parametrize("phrase, expected", [("AMD EPYC", "an AMD EPYC"), ("Intel Xeon", "an Intel Xeon"),
+                                              ("Neoverse-N1", "a Neoverse-N1"), ("", "a ")])
+def test_indefinite_article(phrase, expected):
+    assert perf.indefinite_article(phrase) == expected
