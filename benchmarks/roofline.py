@@ -12,6 +12,7 @@ device JAX uses.
 - ``step_times``: one training step of the two-head layer (forward, backward, Adam) on a
   fixed batch, run as a ``lax.scan`` of several steps so that dispatch is not timed; its
   roofline is 2 B H L^2 exps (one exp per score in each of the two passes).
+- ``exp_rooflines``: ``exp_roofline`` by XLA and by the C++ loop, their repeats interleaved.
 
 Every timing is a list of repeats: min, median and max, with the 1-minute load average
 (on a shared machine other processes slow some repeats; the min is the least disturbed).
@@ -73,16 +74,26 @@ def exp_roofline(rows: int = 8192, cols: int = 8192, reps: int = REPEATS, exp_su
     jitted; exps per second at the fastest, median and slowest repeat. ``exp_sum`` (a, b)
     -> scalar replaces JAX's sum by another implementation of it (the C++ loop of
     ``benchmarks/kernel``)."""
+    return exp_rooflines(rows, cols, reps, {"exp": exp_sum})["exp"]
+
+
+def exp_rooflines(rows: int = 8192, cols: int = 8192, reps: int = REPEATS, exp_sums=None) -> dict[str, dict]:
+    """``exp_roofline`` of several implementations of the same sum (name -> ``exp_sum``, None
+    JAX's own), on the same grid, their repeats interleaved (``interleaved_timings``), so that
+    a change of load weighs on all of them alike and the faster of them (the roofline) is
+    not the one that happened to run while the machine was quieter."""
     import jax
     import jax.numpy as jnp
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)
-    f = jax.jit(exp_sum or (lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]))))
-    t = timings(lambda: f(a, b).block_until_ready(), reps)
+    fs = {name: jax.jit(exp_sum or (lambda a, b: jnp.sum(jnp.exp(a[:, None] * b[None, :]))))
+          for name, exp_sum in (exp_sums or {"xla": None}).items()}
+    ts = interleaved_timings({name: (lambda f=f: f(a, b).block_until_ready()) for name, f in fs.items()}, reps)
     n = rows * cols
-    return {"exps": n, **t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"],
-            "worst_per_s": n / t["max_s"]}
+    return {name: {"exps": n, **t, "best_per_s": n / t["min_s"], "median_per_s": n / t["median_s"],
+                   "worst_per_s": n / t["max_s"], "interleaved_with": sorted(set(ts) - {name})}
+            for name, t in ts.items()}
 
 
 def bandwidth(nbytes: int = 512 * 2**20, reps: int = REPEATS) -> dict:
@@ -188,9 +199,20 @@ def step_hlo(L: int, batch: int) -> dict:
     step = ac.make_step(opt, 1.0)
     compiled = jax.jit(lambda t, X: step((t, opt.init(t)), X)).lower(theta, X).compile()
     text = compiled.as_text()
-    loops = sum(1 for line in text.splitlines() if " while(" in line)
+    loops = [line for line in text.splitlines() if " while(" in line]
     return {"L": L, "batch": batch, "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
-            "exp_fusions": exp_fusions(text), "while_loops": loops}
+            "exp_fusions": exp_fusions(text), "while_loops": len(loops),
+            "while_trip_counts": [while_trip_count(line) for line in loops]}
+
+
+def while_trip_count(line: str) -> int | None:
+    """The trip count XLA proved for a ``while`` instruction of a compiled program (its
+    ``known_trip_count`` backend config; the forward pass's ``lax.map`` over tiles compiles
+    to one such loop, its trip count the number of tiles), or None when it has none."""
+    import re
+
+    m = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', line)
+    return int(m.group(1)) if m else None
 
 
 def exp_fusions(text: str) -> list[dict]:

@@ -11,7 +11,9 @@ Sections:
    bandwidth, measured first, in the same run as everything they judge.
 1. Training. The training step (forward, backward, Adam on a fixed batch of 32 prompts,
    2 heads) at L = 50, 256, 1024, as a fraction of the exp roofline (2 B H L^2 exps by
-   design), beside the previous kernel (``alternatives.previous_pool``) and the PyTorch
+   design), beside the previous kernel (``alternatives.previous_pool``; their repeats
+   interleaved, more of them at L = 50, ``step_reps_L50``, where the L = 50 goal is decided
+   by the paired ratios' sign-test interval: ``attnclust.perf.goal_verdict``) and the PyTorch
    peers (``benchmarks/peers.py``: eager, ``torch.compile``, and ``torch.func.vmap`` over
    S seeds against ``jax.vmap``). Then ``fit`` and ``fit_many`` (sampling included), and
    ``fit_many`` with the seeds sharded over one CPU device per core (JAX_NUM_CPU_DEVICES,
@@ -53,7 +55,11 @@ HERE = Path(__file__).resolve().parent
 SIZES = {
     # CPU scale: the whole run takes about 15 minutes on 2 cores.
     "small": dict(
-        steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, step_reps=15, peer_L=(50, 256, 1024),
+        # step_reps_L50: at L = 50 a repeat takes about 0.2 s and the library and the previous
+        # kernel are close, so more repeats there narrow the paired ratios' sign-test interval
+        # that decides the goal (attnclust.perf.goal_verdict)
+        steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, step_reps=15, step_reps_L50=41,
+        peer_L=(50, 256, 1024),
         identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
         tile_L=30000, tile_blocks=(1024, 2048), tile_key_blocks=(1024, 2048),
         full_max_bytes=2 * 2**30, widget_calls=15, matmul_n=(1024, 2048),
@@ -61,7 +67,7 @@ SIZES = {
     ),
     # smoke test of the script itself (seconds)
     "quick": dict(
-        steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, step_reps=5, peer_L=(50,),
+        steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, step_reps=5, step_reps_L50=7, peer_L=(50,),
         identity_L=(1000, 3000), identity_reps=5, tile_L=3000, tile_blocks=(512,),
         tile_key_blocks=(1024, 2048), full_max_bytes=2 * 2**30, widget_calls=3, matmul_n=(512,),
         exp_grid=2048, bandwidth_bytes=64 * 2**20, step_target_exps=1e7,
@@ -217,25 +223,49 @@ def bench_fit(steps: int, S: int, reps: int) -> dict:
             "fit_many_theta_sum": float(abs(many.theta).sum())}  # compared with the sharded run's
 
 
+def exp_rates(cfg: dict, exp_sum) -> dict:
+    """The exp roofline by XLA ("exp") and, when the C++ loop is built (``exp_sum`` not
+    None), by it ("exp_native"), their repeats interleaved (``roofline.exp_rooflines``)."""
+    from roofline import exp_rooflines
+
+    sums = {"exp": None, **({"exp_native": exp_sum} if exp_sum is not None else {})}
+    return exp_rooflines(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], sums)
+
+
+def step_reps(cfg: dict, L: int) -> int:
+    """Interleaved repeats of the training step at L: ``step_reps_L{L}`` where the size sets
+    one, else ``step_reps``."""
+    return cfg.get(f"step_reps_L{L}", cfg["step_reps"])
+
+
 def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
     """The training step (forward, backward, Adam on a fixed batch) at each L: the library's,
     the previous kernel's (``alternatives.previous_pool``, the "before") and the C++ FFI
-    kernels' (``load_kernel``) when built, their repeats interleaved, right after a
-    measurement of the exp roofline (on a shared machine the load changes during a
-    run; ``apply_roofline`` later takes the run's fastest as the machine's limit)."""
+    kernels' (``load_kernel``) when built, their repeats interleaved (``step_reps``), right
+    after a measurement of the exp roofline (on a shared machine the load changes during a
+    run; ``apply_roofline`` later takes the run's fastest as the machine's limit). The
+    paired ratios of the interleaved repeats, with their sign-test interval
+    (``attnclust.perf.paired_ratio``): "previous_vs_library" (previous / library) and
+    "library_vs_kernel" (library / C++ kernels)."""
     from alternatives import previous_pool
-    from roofline import exp_roofline, step_hlo, time_steps
+    from roofline import step_hlo, time_steps
+
+    from attnclust.perf import paired_ratio
 
     kernel = load_kernel()
     exp_sum = native_exp_sum()
     pools = {"library": None, "previous": previous_pool, **({"kernel": kernel} if kernel is not None else {})}
     out = []
     for L in Ls:
-        row = {"L": L, "batch": batch, "roofline_before": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"])}
-        if exp_sum is not None:
-            row["roofline_before_native"] = exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], exp_sum=exp_sum)
-        row.update(time_steps(L, batch, pools, cfg["step_reps"], cfg["step_target_exps"]))
+        rates = exp_rates(cfg, exp_sum)
+        row = {"L": L, "batch": batch, "roofline_before": rates["exp"]}
+        if "exp_native" in rates:
+            row["roofline_before_native"] = rates["exp_native"]
+        row.update(time_steps(L, batch, pools, step_reps(cfg, L), cfg["step_target_exps"]))
         row["speedup_vs_previous"] = row["previous"]["median_s"] / row["library"]["median_s"]
+        row["previous_vs_library"] = paired_ratio(row["previous"]["per_rep_s"], row["library"]["per_rep_s"])
+        if "kernel" in row:
+            row["library_vs_kernel"] = paired_ratio(row["library"]["per_rep_s"], row["kernel"]["per_rep_s"])
         row["hlo"] = step_hlo(L, batch)
         log(f"step L={L}: library {1e3 * row['library']['median_s']:.2f} ms, previous "
             f"{1e3 * row['previous']['median_s']:.2f} ms"
@@ -583,13 +613,16 @@ def bench_widgets(calls: int) -> list[dict]:
 # --------------------------------------------------------------------------- assemble
 
 
-def metric(id_, section, label, value, unit, load=None, note="", goal="auto"):
+def metric(id_, section, label, value, unit, load=None, note="", goal="auto", interval=None):
+    """One row of the table; ``interval`` ([lo, hi], a 95 % interval of the value) decides a
+    goal with a tolerance (``attnclust.perf.goal_verdict``)."""
     from attnclust.perf import GOALS
 
     return {
         "id": id_, "section": section, "label": label,
         "value": None if value is None else float(value), "unit": unit,
         "goal": GOALS.get(id_) if goal == "auto" else goal, "load": load, "note": note,
+        **({"interval": list(interval)} if interval is not None else {}),
     }
 
 
@@ -598,14 +631,21 @@ def _spread(t: dict, scale: float = 1.0, unit: str = "") -> str:
     return f"min {t['min_s'] * scale:.3g}, max {t['max_s'] * scale:.3g}{unit} over {t['reps']} repeats"
 
 
+def _interval_text(ci) -> str:
+    """'lo to hi' of a sign-test interval, or why there is none."""
+    lo, hi = ci
+    return "(too few repeats)" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+
+
 def build_metrics(r: dict, cfg: dict) -> list[dict]:
-    import numpy as np
+    from attnclust.perf import paired_ratio
 
     roof, mm = r["roofline"], r["matmul"]
     R = "Roofline"
     ms = [
         metric("roofline_exp_per_s", R, "exp throughput (the faster of a jitted sum of exps and the same sum in C++, fastest of the run's measurements)", roof["exp_rate_used"] / 1e9,
-               "G exp/s", roof["exp"]["load"], note=f"measured at the start of the run and again before each training step, {roof['exp']['reps']} repeats each"),
+               "G exp/s", roof["exp"]["load"], note=f"measured at the start of the run and again before each training step, {roof['exp']['reps']} repeats each"
+                    + (", XLA's and the C++ loop's repeats interleaved" if roof["exp"].get("interleaved_with") else "")),
         metric("roofline_exp_xla_per_s", R, "exp throughput of XLA (jitted sum of exps, fastest of the run's measurements)", roof["exp_rate_xla"] / 1e9,
                "G exp/s", roof["exp"]["load"], note=f"at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s"),
         metric("roofline_bandwidth", R, "memory bandwidth (x + 1, read and write counted, fastest repeat)", roof["bandwidth"]["best_per_s"] / 1e9,
@@ -622,13 +662,18 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
         ms.append(metric(f"previous_step_ms_L{L}", T, f"L={L}: previous kernel's step, median", prev["median_s"] * 1e3, "ms", prev["load"], note=_spread(prev, 1e3, " ms")))
         ms.append(metric(f"previous_frac_roofline_L{L}", T, f"L={L}: previous kernel's fraction of the roofline", prev["frac_roofline"], "", prev["load"]))
         ms.append(metric(f"step_frac_xla_roofline_L{L}", T, f"L={L}: fraction of XLA's exp throughput", lib["frac_roofline_xla"], "", lib["load"]))
-        pairs = sorted(p / q for p, q in zip(prev["per_rep_s"], lib["per_rep_s"]))
-        ms.append(metric(f"step_vs_previous_L{L}", T, f"L={L}: previous step time / library step time (paired repeats, median)", float(np.median(pairs)), "x", lib["load"],
-                         note=f"{len(pairs)} interleaved repeats: {pairs[0]:.3g} to {pairs[-1]:.3g}; the library slower in {sum(x < 1 for x in pairs)} of {len(pairs)}"))
+        pr = row.get("previous_vs_library") or paired_ratio(prev["per_rep_s"], lib["per_rep_s"])
+        ms.append(metric(f"step_vs_previous_L{L}", T, f"L={L}: previous step time / library step time (paired repeats, median)", pr["median"], "x", lib["load"],
+                         note=f"{pr['n']} interleaved repeats: {pr['min']:.3g} to {pr['max']:.3g}; the library slower in {pr['below_one']} of {pr['n']}; "
+                              f"95 % sign-test interval of the median {_interval_text(pr['ci'])}", interval=pr["ci"]))
         if "kernel" in row:
             ker = row["kernel"]
             ms.append(metric(f"kernel_step_ms_L{L}", T, f"L={L}: step with the C++ FFI kernels (benchmark only), median", ker["median_s"] * 1e3, "ms", ker["load"], note=_spread(ker, 1e3, " ms")))
             ms.append(metric(f"kernel_frac_roofline_L{L}", T, f"L={L}: the FFI kernels' fraction of the roofline", ker["frac_roofline"], "", ker["load"]))
+            pk = row.get("library_vs_kernel") or paired_ratio(lib["per_rep_s"], ker["per_rep_s"])
+            ms.append(metric(f"library_vs_kernel_L{L}", T, f"L={L}: library step time / FFI kernels' step time (paired repeats, median)", pk["median"], "x", ker["load"],
+                             note=f"{pk['n']} interleaved repeats: {pk['min']:.3g} to {pk['max']:.3g}; 95 % sign-test interval of the median {_interval_text(pk['ci'])}",
+                             interval=pk["ci"]))
     P = "PyTorch peers"
     peers = r.get("peers") or {}
     steps = {row["L"]: row["library"] for row in r.get("steps", [])}
@@ -685,7 +730,7 @@ def build_other_metrics(r: dict) -> list[dict]:
         ms.append(metric(f"identity_{tag}_D", I, f"L={L:,}: distortion D, attention", row["D_attention"], "", row["load"]))
         ms.append(metric(f"identity_{tag}_D_kmeans", I, f"L={L:,}: distortion D, KMeans", row["D_kmeans"], "", row["load"]))
     W = "Widget callbacks"
-    p95s = []
+    p95s, worst = [], None
     for w in r["widgets"]:
         name = w.get("callback", w["module"].rsplit(".", 1)[-1])
         if "p95_s" in w:
@@ -699,9 +744,11 @@ def build_other_metrics(r: dict) -> list[dict]:
                 ms.append(metric(f"widget_{name}_prepare", W, f"{name}: prepare() (background compilation when the explorer opens)", w["prepare_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_first", W, f"{name}: first call at the defaults", w["first_call_s"], "s", w["load"]))
             p95s.append(w["p95_s"])
+            worst = w if worst is None or w["p95_s"] > worst["p95_s"] else worst
         else:
             ms.append(metric(f"widget_{name}_missing", W, f"{w['module']}: not measured", None, "s", note=w.get("error", "")))
-    ms.append(metric("widget_p95_max", W, "largest slider-move p95 over the callbacks", max(p95s) if p95s else None, "s"))
+    ms.append(metric("widget_p95_max", W, "largest slider-move p95 over the callbacks", max(p95s) if p95s else None, "s",
+                     worst["load"] if worst else None, note=f"the slowest callback: {worst['callback']}" if worst else ""))
     return ms + book_metrics(r.get("book"))
 
 
@@ -778,13 +825,11 @@ def main() -> int:
     }
     log(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, backend {results['machine']['backend']}")
 
-    from roofline import bandwidth, exp_paths, exp_roofline
+    from roofline import bandwidth, exp_paths
 
     exp_sum = native_exp_sum()
-    roof = {"exp": exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"]),
+    roof = {**exp_rates(cfg, exp_sum),
             "bandwidth": bandwidth(cfg["bandwidth_bytes"], cfg["reps"]), "exp_paths": exp_paths(reps=cfg["reps"])}
-    if exp_sum is not None:
-        roof["exp_native"] = exp_roofline(cfg["exp_grid"], cfg["exp_grid"], cfg["reps"], exp_sum=exp_sum)
     results["roofline"] = roof
     log(f"roofline: exp {roof['exp']['best_per_s'] / 1e9:.2f} G/s (median {roof['exp']['median_per_s'] / 1e9:.2f})"
         + (f", in C++ {roof['exp_native']['best_per_s'] / 1e9:.2f} G/s" if exp_sum is not None else "")
@@ -838,7 +883,8 @@ def main() -> int:
           f"backend {m['backend']} x{m['devices']}; load {load_start[0]:.1f} -> {results['load']['end'][0]:.1f}")
     print(perf.text_table(results))
     s = perf.summary(results)
-    print(f"\ngoals met: {s['met']}, not met: {s['not_met']}; wrote {a.out} ({results['duration_s']:.0f} s)")
+    print(f"\ngoals met: {s['met']}, not met: {s['not_met']}, unresolved: {s['unresolved']}; "
+          f"wrote {a.out} ({results['duration_s']:.0f} s)")
     return 0
 
 
