@@ -310,9 +310,9 @@ def html_table(results: dict[str, Any], section: str | None = None) -> str:
     body = []
     for r in rows:
         cls = {NOT_MET: ' class="goal-not-met"', UNRESOLVED: ' class="goal-unresolved"'}.get(r["met"], "")
+        marked = {NOT_MET: "<strong>NOT met</strong>", UNRESOLVED: "<em>unresolved</em>"}
         cells = "".join(
-            f"<td>{'<strong>NOT met</strong>' if k == 'met' and r[k] == 'NOT met' else html.escape(r[k])}</td>"
-            for k, _ in cols
+            f"<td>{marked[r[k]] if k == 'met' and r[k] in marked else html.escape(r[k])}</td>" for k, _ in cols
         )
         title = f' title="{html.escape(r["note"])}"' if r.get("note") else ""
         body.append(f"<tr{cls}{title}>{cells}</tr>")

@@ -217,7 +217,8 @@ def test_unresolved_goal_in_tables_and_summary():
     assert rows["a"]["met"] == "unresolved" and rows["b"]["met"] == "met"
     assert rows["a"]["goal"] == "≥ 1 x within 5 % (95 % interval)"
     assert perf.summary(r) == {"met": 1, "not_met": 0, "unresolved": 1}
-    assert perf.html_table(r).count('class="goal-unresolved"') == 1
+    html = perf.html_table(r)
+    assert html.count('class="goal-unresolved"') == 1 and "<em>unresolved</em>" in html
     bad = synthetic([{**m("a", 1.0, GOAL_TOL), "interval": [1.0]}])
     with pytest.raises(ValueError, match="interval"):
         perf.validate(bad)
