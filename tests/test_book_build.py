@@ -2,13 +2,16 @@
 
 - a failing cell fails the build (exit status != 0), as does stderr output (a warning);
 - after a change to attnclust, scripts/book_cache.py makes the next build re-execute, so
-  a page never shows outputs computed with an older library (without it, it would).
+  a page never shows outputs computed with an older library (without it, it would);
+- pages not in the cache are executed side by side (_ext/parallel_execute.py), and the
+  read serves them from the cache; a page that fails there still fails the build.
 
 Each build starts a kernel on a one-cell page: a few seconds each.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -87,3 +90,65 @@ def test_library_change_re_executes_pages(tmp_path):
     r = build(root)  # what `make book` does
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "VALUE 222" in html.read_text()
+
+
+# Each page's second cell prints when its kernel entered and left a 3 s sleep (one print:
+# two would be two output blocks in the HTML); the first
+# only imports, so _ext/setup_cells.py tags it (the parallel execution must read the page
+# with that tag, as MyST-NB does, or the read executes it again and -W fails the build).
+TIMED = MYST_HEADER + """
+
+# {name}
+
+```{{code-cell}} python3
+import time
+```
+
+```{{code-cell}} python3
+{code}
+t0 = time.time()
+time.sleep(3)
+print("SPAN", t0, time.time())
+```
+"""
+
+
+def two_page_book(root: Path, code_b: str = "") -> Path:
+    make_book(root, "")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: chapters/a\nchapters:\n  - file: chapters/b\n")
+    (root / "chapters" / "page.md").unlink()
+    # different code, or the two notebooks would be one entry of the cache
+    (root / "chapters" / "a.md").write_text(TIMED.format(name="A", code='page = "A"'))
+    (root / "chapters" / "b.md").write_text(TIMED.format(name="B", code=code_b or 'page = "B"'))
+    return root
+
+
+def span(html: Path) -> tuple[float, float]:
+    import re
+
+    m = re.search(r"SPAN ([0-9.]+) ([0-9.]+)", html.read_text())
+    assert m, "no SPAN output on " + html.name
+    return float(m[1]), float(m[2])
+
+
+def test_pages_execute_side_by_side_and_are_read_from_the_cache(tmp_path):
+    root = two_page_book(tmp_path)
+    r = build(root)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-3000:]
+    assert "executing 2 notebook pages, 2 at a time" in log
+    assert "executed twice" not in log
+    (a0, a1), (b0, b1) = (span(root / "_build" / "html" / "chapters" / f"{x}.html") for x in "ab")
+    # side by side: each sleep began before the other ended (one after the other they would
+    # be at least 3 s apart)
+    assert a0 < b1 and b0 < a1, ((a0, a1), (b0, b1))
+    # the order of the next clean build: the seconds each page took
+    times = json.loads((root / "_build" / ".attnclust-exec-seconds.json").read_text())
+    assert set(times) == {"chapters/a", "chapters/b"} and all(t >= 3 for t in times.values())
+
+
+def test_a_page_failing_in_the_parallel_execution_fails_the_build(tmp_path):
+    r = build(two_page_book(tmp_path, 'raise ValueError("planted failure")'))
+    log = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert "chapters/b failed" in log and "planted failure" in log
