@@ -27,7 +27,8 @@ Sections:
    the 4 L^2 d FLOPs of its matrix products at the measured matrix-multiply peak);
    distortion and time against scikit-learn's KMeans on the same tokens.
 3. Widget callbacks: p50 and p95 latency over a scripted sequence of slider moves
-   (``bench_widgets``), the first call and redraws at the defaults.
+   (``bench_widgets``), and the same less the garbage collector's pauses during the moves;
+   the first call and redraws at the defaults.
 4. Book build: read from benchmarks/book.json, written by ``make bench-book``.
 5. Autograder: one submission graded.
 
@@ -39,7 +40,9 @@ other processes took part of the CPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import gc
 import json
 import os
 import platform
@@ -516,6 +519,45 @@ WIDGET_CALLBACKS = (
 )
 
 
+@contextlib.contextmanager
+def collector_seconds():
+    """A counter of the seconds Python's garbage collector spends collecting while the block
+    runs (``gc.callbacks``: each collection's start and stop): its ``seconds`` attribute."""
+
+    class Counter:
+        seconds, start = 0.0, 0.0
+
+        def __call__(self, phase, info):
+            if phase == "start":
+                self.start = time.perf_counter()
+            else:
+                self.seconds += time.perf_counter() - self.start
+
+    counter = Counter()
+    gc.callbacks.append(counter)
+    try:
+        yield counter
+    finally:
+        gc.callbacks.remove(counter)
+
+
+def full_collections() -> dict:
+    """Seconds of one full garbage collection (``gc.collect()``) as the process is, and with
+    the objects that ``gc.freeze`` put aside walked too (unfrozen for the measurement, then
+    frozen again): what the freeze at the end of an explorer's ``prepare()`` saves a move."""
+    t0 = time.perf_counter()
+    gc.collect()
+    frozen_s = time.perf_counter() - t0
+    n = gc.get_freeze_count()
+    gc.unfreeze()
+    t0 = time.perf_counter()
+    gc.collect()
+    unfrozen_s = time.perf_counter() - t0
+    if n:
+        gc.freeze()
+    return {"full_collection_s": frozen_s, "full_collection_unfrozen_s": unfrozen_s}
+
+
 def bench_widgets(calls: int) -> list[dict]:
     """Latency of each widget callback: the module's ``prepare()`` when it has one (the
     compilation its explorer starts in the background when it opens), the first call at the
@@ -549,64 +591,73 @@ def bench_widgets(calls: int) -> list[dict]:
         except Exception:  # noqa: BLE001 - a figure not managed by pyplot needs no closing
             pass
 
-    out = []
-    for module, names, moves in WIDGET_CALLBACKS:
-        row = {"module": f"attnclust.widgets.{module}"}
-        try:
-            mod = importlib.import_module(f"attnclust.widgets.{module}")
-        except Exception as err:  # noqa: BLE001 - report a missing module, measure the rest
-            row["error"] = f"{type(err).__name__}: {err}"
-            out.append(row)
-            log(f"widget {row}")
-            continue
-        fn_name = next((n for n in names if hasattr(mod, n)), None)
-        if fn_name is None:
-            row["error"] = f"no callback among {names}"
-            out.append(row)
-            log(f"widget {row}")
-            continue
-        fn = getattr(mod, fn_name)
-        row["callback"] = fn_name
-        params = inspect.signature(fn).parameters
-        try:
-            if hasattr(mod, "prepare"):  # what the explorer compiles while the reader reads
-                t0 = time.perf_counter()
-                mod.prepare()
-                row["prepare_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            close(fn())
-            row["first_call_s"] = time.perf_counter() - t0
-            ts = []
-            for _ in range(calls):
+    with collector_seconds() as collector:
+        out = []
+        for module, names, moves in WIDGET_CALLBACKS:
+            row = {"module": f"attnclust.widgets.{module}"}
+            try:
+                mod = importlib.import_module(f"attnclust.widgets.{module}")
+            except Exception as err:  # noqa: BLE001 - report a missing module, measure the rest
+                row["error"] = f"{type(err).__name__}: {err}"
+                out.append(row)
+                log(f"widget {row}")
+                continue
+            fn_name = next((n for n in names if hasattr(mod, n)), None)
+            if fn_name is None:
+                row["error"] = f"no callback among {names}"
+                out.append(row)
+                log(f"widget {row}")
+                continue
+            fn = getattr(mod, fn_name)
+            row["callback"] = fn_name
+            params = inspect.signature(fn).parameters
+            try:
+                if hasattr(mod, "prepare"):  # what the explorer compiles while the reader reads
+                    t0 = time.perf_counter()
+                    mod.prepare()
+                    row["prepare_s"] = time.perf_counter() - t0
                 t0 = time.perf_counter()
                 close(fn())
-                ts.append(time.perf_counter() - t0)
-            row.update(redraw_p50_s=float(np.percentile(ts, 50)), redraw_p95_s=float(np.percentile(ts, 95)))
-            move_ts, render_ts, errors, state = [], [], [], {}
-            for arg, values in moves:
-                if arg not in params:
-                    errors.append(f"no argument {arg!r}")
-                    continue
-                for value in values:
-                    state[arg] = value
+                row["first_call_s"] = time.perf_counter() - t0
+                ts = []
+                for _ in range(calls):
                     t0 = time.perf_counter()
-                    try:
-                        fig = fn(**state)
-                    except Exception as err:  # noqa: BLE001 - recorded, not fatal
-                        errors.append(f"{arg}={value!r}: {type(err).__name__}: {err}")
-                        state.pop(arg)
+                    close(fn())
+                    ts.append(time.perf_counter() - t0)
+                row.update(redraw_p50_s=float(np.percentile(ts, 50)), redraw_p95_s=float(np.percentile(ts, 95)))
+                move_ts, render_ts, gc_ts, errors, state = [], [], [], [], {}
+                for arg, values in moves:
+                    if arg not in params:
+                        errors.append(f"no argument {arg!r}")
                         continue
-                    move_ts.append(time.perf_counter() - t0)
-                    render_ts.append(render(fig))
-                state.pop(arg, None)
-            row.update(render_p95_s=float(np.percentile(render_ts, 95)))
-            row.update(p50_s=float(np.percentile(move_ts, 50)), p95_s=float(np.percentile(move_ts, 95)),
-                       max_s=float(max(move_ts)), moves=len(move_ts), move_errors=errors,
-                       calls=calls, load=load1())
-        except Exception as err:  # noqa: BLE001
-            row["error"] = f"{type(err).__name__}: {err}"
-        out.append(row)
-        log(f"widget {row}")
+                    for value in values:
+                        state[arg] = value
+                        gc0 = collector.seconds
+                        t0 = time.perf_counter()
+                        try:
+                            fig = fn(**state)
+                        except Exception as err:  # noqa: BLE001 - recorded, not fatal
+                            errors.append(f"{arg}={value!r}: {type(err).__name__}: {err}")
+                            state.pop(arg)
+                            continue
+                        move_ts.append(time.perf_counter() - t0)
+                        gc_ts.append(collector.seconds - gc0)
+                        render_ts.append(render(fig))
+                    state.pop(arg, None)
+                row.update(render_p95_s=float(np.percentile(render_ts, 95)))
+                # the moves less the garbage collector's pauses in them: how much of the tail is
+                # the collector walking the process's objects rather than the callback's work
+                row.update(gc_s=gc_ts, gc_max_s=float(max(gc_ts)),
+                           p95_without_gc_s=float(np.percentile(np.subtract(move_ts, gc_ts), 95)),
+                           gc_objects=len(gc.get_objects()), gc_frozen=gc.get_freeze_count(),
+                           **full_collections())
+                row.update(p50_s=float(np.percentile(move_ts, 50)), p95_s=float(np.percentile(move_ts, 95)),
+                           max_s=float(max(move_ts)), moves=len(move_ts), move_errors=errors,
+                           calls=calls, load=load1())
+            except Exception as err:  # noqa: BLE001
+                row["error"] = f"{type(err).__name__}: {err}"
+            out.append(row)
+            log(f"widget {row}")
     return out
 
 
@@ -737,6 +788,13 @@ def build_other_metrics(r: dict) -> list[dict]:
             ms.append(metric(f"widget_{name}_p50", W, f"{name}: slider moves, p50", w["p50_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_p95", W, f"{name}: slider moves, p95 ({w['moves']} moves)", w["p95_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_max", W, f"{name}: slider moves, slowest", w["max_s"], "s", w["load"]))
+            if "p95_without_gc_s" in w:
+                ms.append(metric(f"widget_{name}_p95_without_gc", W,
+                                 f"{name}: slider moves less the garbage collector's pauses in them, p95",
+                                 w["p95_without_gc_s"], "s", w["load"],
+                                 note=f"longest pause in a move {w['gc_max_s']:.3g} s; {w['gc_objects']:,} objects "
+                                      f"collected, {w['gc_frozen']:,} frozen by prepare(); a full collection "
+                                      f"{w['full_collection_s']:.3g} s, {w['full_collection_unfrozen_s']:.3g} s unfrozen"))
             if "render_p95_s" in w:
                 ms.append(metric(f"widget_{name}_render_p95", W, f"{name}: drawing the figure as PNG after a move, p95", w["render_p95_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_redraw_p95", W, f"{name}: redraw at defaults, p95", w["redraw_p95_s"], "s", w["load"]))

@@ -34,7 +34,7 @@ import attnclust as ac
 
 from .. import _validate as v
 from .. import symbolic
-from ._background import BackgroundPrepare
+from ._background import BackgroundPrepare, freeze_long_lived
 
 R = 2.0
 """Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
@@ -147,7 +147,9 @@ def prepare(stop: threading.Event | None = None) -> None:
     L <= ``L_MAX``), skipping the K already compiled in this process. The prompts it
     draws are not cached. Safe to run in a background thread (a move that needs a program
     being compiled waits for it, once); when ``stop`` is set it returns before its next K.
-    The chapter's static figure does not call it."""
+    At the end it freezes what the process holds (``freeze_long_lived``), so that the
+    garbage collector's full collections during later moves stay short. The chapter's
+    static figure does not call it."""
     for K in K_VALUES:
         if K in _PREPARED:
             continue
@@ -155,6 +157,7 @@ def prepare(stop: threading.Event | None = None) -> None:
             return
         with _lock(K):
             _data(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], K, DEFAULTS["L"], 1, _draw_prompt)
+    freeze_long_lived()  # what the process holds now is long-lived: no move walks it again
 
 
 _LOCKS = {K: threading.Lock() for K in K_VALUES}

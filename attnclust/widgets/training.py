@@ -37,7 +37,7 @@ from .. import _validate as v
 from ..metrics import alignment
 from ..mixture import orthogonal_mixture, sample
 from ..train import INITS, FitResult, fit
-from ._background import BackgroundPrepare
+from ._background import BackgroundPrepare, freeze_long_lived
 
 LAMS = (0.5, 1.0, 2.0, 4.0)
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
@@ -184,7 +184,9 @@ def prepare(stop: threading.Event | None = None) -> None:
     without ``prepare``), and what this process has compiled already is skipped. Safe to
     run in a background thread while the explorer's callbacks run: each shape's training
     holds a lock, so a shape is compiled once; when ``stop`` is set it returns before its
-    next run. The chapter's static figure does not call it."""
+    next run. At the end it freezes what the process holds (``freeze_long_lived``), so
+    that the garbage collector's full collections during later moves stay short. The
+    chapter's static figure does not call it."""
     sampled = set()
     for d, L, init in _prepare_jobs():
         if stop is not None and stop.is_set():
@@ -196,6 +198,7 @@ def prepare(stop: threading.Event | None = None) -> None:
             continue
         run = _train(DEFAULTS["lam"], DEFAULTS["r_over_sigma"], d, L, DEFAULTS["seed"], init)
         _curves_of(run, d)
+    freeze_long_lived()  # what the process holds now is long-lived: no move walks it again
 
 
 _background = BackgroundPrepare(prepare, name="attnclust-training-prepare")
