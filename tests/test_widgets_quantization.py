@@ -147,16 +147,3 @@ def test_every_slider_move_changes_the_figure(prepared):
                        DEFAULTS, changed)
     for name, control in box.sliders.items():  # every value but the default's (if on the grid)
         assert sum(n == name for n, _ in moves) >= len(slider_values(control)) - 1, name
-
-
-@pytest.mark.slow
-def test_prepare_freezes_what_the_process_holds(prepared):
-    """prepare() ends by moving the process's objects out of the garbage collector's way
-    (``freeze_long_lived``), so that a full collection during a move walks only the objects
-    made since: also when everything was compiled already (the explorer's own call)."""
-    import gc
-
-    gc.unfreeze()
-    assert gc.get_freeze_count() == 0
-    wq.prepare()
-    assert gc.get_freeze_count() > 1000

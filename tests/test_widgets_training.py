@@ -212,17 +212,3 @@ def test_widgets_package_resolves_names():
 
     assert W.training_explorer is wt.training_explorer
     assert W.draw_training is wt.draw_training
-
-
-@pytest.mark.pipeline
-@pytest.mark.slow
-def test_prepare_freezes_what_the_process_holds(prepared):
-    """prepare() ends by moving the process's objects out of the garbage collector's way
-    (``freeze_long_lived``), so that a full collection during a move walks only the objects
-    made since: also when everything was compiled already (the explorer's own call)."""
-    import gc
-
-    gc.unfreeze()
-    assert gc.get_freeze_count() == 0
-    wt.prepare()
-    assert gc.get_freeze_count() > 1000
