@@ -41,7 +41,9 @@ def build(copy: Path, venv_bin: Path) -> dict:
         cwd=copy, capture_output=True, text=True, env=env,
     )
     seconds = time.perf_counter() - t0
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+    # the last lines of the log that say something (not the kernels' repeated TCP notice)
+    tail = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines()
+            if ln.strip() and "[IPKernelApp]" not in ln][-5:]
     return {"seconds": seconds, "returncode": proc.returncode or cache.returncode,
             "load_before": load_before, "load_after": list(os.getloadavg()), "log_tail": tail}
 

@@ -685,7 +685,7 @@ def _spread(t: dict, scale: float = 1.0, unit: str = "") -> str:
 def _interval_text(ci) -> str:
     """'lo to hi' of a sign-test interval, or why there is none."""
     lo, hi = ci
-    return "(too few repeats)" if lo is None or hi is None else f"{lo:.3g} to {hi:.3g}"
+    return "(too few repeats)" if lo is None or hi is None else f"{lo:.4g} to {hi:.4g}"
 
 
 def build_metrics(r: dict, cfg: dict) -> list[dict]:
