@@ -111,3 +111,27 @@ def test_training_explorer_frames_come_from_the_group_runs(monkeypatch):
     assert len(frames) == 2 and frames[0] != frames[1]
     point = dict(lam=2.0, r_over_sigma=4.0, d=2, L=20, seed=0, init="close")
     assert base64.b64decode(frames[1]) == frame_png(wt.draw_training(**point, batched=True))
+
+
+def test_frame_png_ignores_matplotlibs_slow_legend_hint(monkeypatch):
+    """matplotlib warns when placing a loc="best" legend took over a second (a matter of the
+    machine's load, and a cell's stderr fails the book): a frame is drawn without it. The
+    clock here jumps 2 s at every reading, so every placement is "slow"."""
+    import io
+    import itertools
+    import warnings
+
+    import matplotlib.legend
+    import matplotlib.pyplot as plt
+
+    ticks = itertools.count(step=2.0)
+    monkeypatch.setattr(matplotlib.legend.time, "perf_counter", lambda: next(ticks))
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="can be slow"):  # the planted slowness is seen
+            fig.savefig(io.BytesIO(), format="png")
+        assert frame_png(fig, colours=0)[:4] == b"\x89PNG"
+    plt.close(fig)

@@ -20,6 +20,7 @@ import html
 import io
 import itertools
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,7 +79,13 @@ def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLO
     adaptive palette of ``colours`` colours (``COLOURS`` by default; 0: full colour).
     Deterministic: the same figure gives the same bytes."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    with warnings.catch_warnings():
+        # matplotlib's hint when placing a legend (loc="best") took over a second: a matter
+        # of the machine's load and of a garbage collection falling in that second, not of
+        # the figure (an explorer's frames are drawn by the hundred; the book build failed
+        # once on it, under load, as a cell's stderr)
+        warnings.filterwarnings("ignore", message='Creating legend with loc="best" can be slow')
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     if not colours:
         return buf.getvalue()
     from PIL import Image
