@@ -216,6 +216,9 @@ def test_unresolved_goal_in_tables_and_summary():
     rows = {row["quantity"]: row for row in perf.metric_rows(r)}
     assert rows["a"]["met"] == "unresolved" and rows["b"]["met"] == "met"
     assert rows["a"]["goal"] == "≥ 1 x within 5 % (95 % interval)"
+    exact = synthetic([{**m("a", 0.5, {"op": ">=", "target": 0.4, "tol": 0.0}, unit=""), "interval": [0.39, 0.6]}])
+    assert perf.metric_rows(exact)[0]["goal"] == "≥ 0.4 (95 % interval)"
+    assert perf.metric_rows(exact)[0]["met"] == "unresolved"  # the median alone would meet it
     assert perf.summary(r) == {"met": 1, "not_met": 0, "unresolved": 1}
     html = perf.html_table(r)
     assert html.count('class="goal-unresolved"') == 1 and "<em>unresolved</em>" in html
