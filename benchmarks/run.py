@@ -26,9 +26,10 @@ Sections:
    the fraction of the exp roofline (L^2 exps) and of the combined roofline (the exps and
    the 4 L^2 d FLOPs of its matrix products at the measured matrix-multiply peak);
    distortion and time against scikit-learn's KMeans on the same tokens.
-3. Widget callbacks: p50 and p95 latency over a scripted sequence of slider moves
-   (``bench_widgets``), and the same less the garbage collector's pauses during the moves;
-   the first call and redraws at the defaults.
+3. Widget callbacks: p50 and p95 latency over a scripted sequence of slider moves made on
+   each explorer itself (``bench_widgets``: its update callback as it runs for a reader, less
+   drawing the PNG, which is timed apart), and the same less the garbage collector's pauses
+   during the moves; opening the explorer (its figure at the defaults).
 4. Book build: read from benchmarks/book.json, written by ``make bench-book``.
 5. Autograder: one submission graded.
 
@@ -65,14 +66,14 @@ SIZES = {
         peer_L=(50, 256, 1024),
         identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
         tile_L=30000, tile_blocks=(1024, 2048), tile_key_blocks=(1024, 2048),
-        full_max_bytes=2 * 2**30, widget_calls=15, matmul_n=(1024, 2048),
+        full_max_bytes=2 * 2**30, matmul_n=(1024, 2048),
         exp_grid=8192, bandwidth_bytes=512 * 2**20, step_target_exps=2e8,
     ),
     # smoke test of the script itself (seconds)
     "quick": dict(
         steps=40, S=4, step_L=(50, 128), step_batch=4, reps=5, step_reps=5, step_reps_L50=7, peer_L=(50,),
         identity_L=(1000, 3000), identity_reps=5, tile_L=3000, tile_blocks=(512,),
-        tile_key_blocks=(1024, 2048), full_max_bytes=2 * 2**30, widget_calls=3, matmul_n=(512,),
+        tile_key_blocks=(1024, 2048), full_max_bytes=2 * 2**30, matmul_n=(512,),
         exp_grid=2048, bandwidth_bytes=64 * 2**20, step_target_exps=1e7,
     ),
 }
@@ -316,18 +317,32 @@ def apply_roofline(results: dict) -> float:
     """The run's exp roofline, the fastest of its measurements (the one least disturbed by
     other processes), by XLA or by the C++ loop when built, and every step's and identity
     evaluation's fractions of it; each step also gets its fraction of the roofline measured
-    just before it ("local") and of XLA's exps alone ("xla")."""
+    just before it ("local") and of XLA's exps alone ("xla"), and the sign-test interval of
+    its median fraction over its repeats ("frac_roofline_ci", ``attnclust.perf``). Which
+    measurement gave each rate (where in the run, by which sum, its repeats and load) is
+    kept beside it ("exp_rate_used_from", "exp_rate_xla_from")."""
     from roofline import step_exps, with_fractions
+
+    from attnclust.perf import sign_test_interval
 
     steps = results.get("steps", [])
     roof = results["roofline"]
-    xla = max([roof["exp"]["best_per_s"]] + [r["roofline_before"]["best_per_s"] for r in steps])
-    native = [roof["exp_native"]["best_per_s"]] if "exp_native" in roof else []
-    native += [r["roofline_before_native"]["best_per_s"] for r in steps if "roofline_before_native" in r]
-    rate = max([xla] + native)
+    found = [("at the start of the run", "XLA", roof["exp"])]
+    found += [(f"before the step at L={r['L']}", "XLA", r["roofline_before"]) for r in steps]
+    if "exp_native" in roof:
+        found.append(("at the start of the run", "C++", roof["exp_native"]))
+    found += [(f"before the step at L={r['L']}", "C++", r["roofline_before_native"])
+              for r in steps if "roofline_before_native" in r]
+
+    def fastest(candidates):
+        where, by, t = max(candidates, key=lambda c: c[2]["best_per_s"])
+        return t["best_per_s"], {"where": where, "by": by, "reps": t["reps"], "load": t["load"]}
+
+    rate, roof["exp_rate_used_from"] = fastest(found)
+    xla, roof["exp_rate_xla_from"] = fastest([c for c in found if c[1] == "XLA"])
     roof["exp_rate_used"], roof["exp_rate_xla"] = rate, xla
-    if native:
-        roof["exp_rate_native"] = max(native)
+    if any(c[1] == "C++" for c in found):
+        roof["exp_rate_native"] = fastest([c for c in found if c[1] == "C++"])[0]
     for row in steps:
         exps = step_exps(row["batch"], 2, row["L"])
         local = max(row["roofline_before"]["best_per_s"], row.get("roofline_before_native", {}).get("best_per_s", 0.0))
@@ -337,6 +352,9 @@ def apply_roofline(results: dict) -> float:
             row[kind] = with_fractions(row[kind], exps, rate)
             row[kind]["frac_roofline_local"] = exps / local / row[kind]["median_s"]
             row[kind]["frac_roofline_xla"] = exps / xla / row[kind]["median_s"]
+            if "per_rep_s" in row[kind]:
+                ci = sign_test_interval([exps / rate / t for t in row[kind]["per_rep_s"]])
+                row[kind]["frac_roofline_ci"] = [None if ci_ != ci_ else ci_ for ci_ in ci]  # nan: JSON null
     peak = results["matmul"]["peak_gflops"]
     for row in results.get("identity", []):
         row.update(identity_roofline(row["L"], rate, peak))
@@ -504,16 +522,16 @@ def bench_identity(Ls, tiles: list[dict], full_max_bytes: int, peak: float, reps
 
 
 WIDGET_CALLBACKS = (
-    # (module, candidate callback names, slider moves: (argument, values) tried one at a
-    # time from the defaults, as a reader dragging one slider would; every value differs
-    # from the defaults and from the values before it, so no move finds its answer cached)
-    ("mixture", ("draw_mixture", "mixture_figure"),
+    # (module, callback, explorer, slider moves: (slider, values) tried one at a time from the
+    # defaults, as a reader dragging one slider would; every value differs from the defaults
+    # and from the values before it, so no move finds its answer cached)
+    ("mixture", "draw_mixture", "mixture_explorer",
      (("K", (3, 4)), ("r_over_sigma", (2.0, 6.0)), ("weight", (0.3, 0.7)),
       ("d", (6, 10)), ("seed", (1, 2, 3)))),
-    ("training", ("draw_training", "training_figure"),
+    ("training", "draw_training", "training_explorer",
      (("lam", (0.5, 2.0, 4.0)), ("seed", (1, 2, 3)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
       ("init", ("near", "large", "close")), ("L", (20, 100)), ("d", (2, 10)))),
-    ("quantization", ("draw_quantization", "quantization_figure"),
+    ("quantization", "draw_quantization", "quantization_explorer",
      (("lam", (0.25, 0.5, 2.0, 4.0)), ("r_over_sigma", (2.0, 6.0)), ("K", (3, 4)),
       ("L", (200, 400)), ("seed", (1, 2, 3)))),
 )
@@ -558,104 +576,103 @@ def full_collections() -> dict:
     return {"full_collection_s": frozen_s, "full_collection_unfrozen_s": unfrozen_s}
 
 
-def bench_widgets(calls: int) -> list[dict]:
-    """Latency of each widget callback: the module's ``prepare()`` when it has one (the
-    compilation its explorer starts in the background when it opens), the first call at the
-    defaults, then
-    ``calls`` redraws at the defaults, then a scripted sequence of slider moves (one slider
-    at a time, every value new: what a reader waits for). p50 and p95 of the moves are the
-    widget's latency; every figure is closed."""
+@contextlib.contextmanager
+def shown_figures(collector):
+    """While the block runs, ``IPython.display.display`` draws each figure it is given as the
+    PNG a notebook would show (``savefig``) and records ``(seconds, collector seconds in
+    them)`` in the list it yields; anything else it is given is dropped, and what the
+    explorers print outside a kernel is swallowed. The explorers import ``display`` when
+    they are built, so they must be built inside the block."""
+    import io
+
+    import IPython.display
+
+    shown, real = [], IPython.display.display
+
+    def display(*objs, **kwargs):
+        for obj in objs:
+            if hasattr(obj, "savefig"):
+                gc0, t0 = collector.seconds, time.perf_counter()
+                obj.savefig(io.BytesIO(), format="png")
+                shown.append((time.perf_counter() - t0, collector.seconds - gc0))
+
+    IPython.display.display = display
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield shown
+    finally:
+        IPython.display.display = real
+
+
+def bench_widgets() -> list[dict]:
+    """Latency of each explorer's slider moves, made on the explorer itself as a reader makes
+    them: the module's ``prepare()`` first when it has one (the compilation its explorer
+    starts in a background thread when it opens; timed here, and not started a second time
+    beside the moves), then the explorer is opened (its figure at the defaults), then a
+    scripted sequence of slider moves (``WIDGET_CALLBACKS``: one slider at a time, every
+    value new, each slider set back to its default, untimed, before the next). A move's time
+    is the explorer's update callback as it runs for a reader (setting the slider runs it),
+    less drawing its figure as a PNG (``shown_figures``), which is timed apart; and the same
+    less the garbage collector's pauses in it. Every move's times are kept."""
     import importlib
-    import inspect
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    def render(fig) -> float:
-        """Seconds to draw ``fig`` as the PNG the explorer shows (then closed): what the
-        reader waits for after the callback returns."""
-        import io
+    from attnclust.widgets._background import DISABLE_ENV
 
-        t0 = time.perf_counter()
-        fig.savefig(io.BytesIO(), format="png")
-        t = time.perf_counter() - t0
-        close(fig)
-        return t
-
-    def close(fig):
-        try:
-            plt.close(fig)
-        except Exception:  # noqa: BLE001 - a figure not managed by pyplot needs no closing
-            pass
-
-    with collector_seconds() as collector:
-        out = []
-        for module, names, moves in WIDGET_CALLBACKS:
-            row = {"module": f"attnclust.widgets.{module}"}
+    out, disabled = [], os.environ.get(DISABLE_ENV)
+    with collector_seconds() as collector, shown_figures(collector) as shown:
+        for module, callback, explorer, moves in WIDGET_CALLBACKS:
+            row = {"module": f"attnclust.widgets.{module}", "callback": callback, "explorer": explorer}
             try:
                 mod = importlib.import_module(f"attnclust.widgets.{module}")
-            except Exception as err:  # noqa: BLE001 - report a missing module, measure the rest
-                row["error"] = f"{type(err).__name__}: {err}"
-                out.append(row)
-                log(f"widget {row}")
-                continue
-            fn_name = next((n for n in names if hasattr(mod, n)), None)
-            if fn_name is None:
-                row["error"] = f"no callback among {names}"
-                out.append(row)
-                log(f"widget {row}")
-                continue
-            fn = getattr(mod, fn_name)
-            row["callback"] = fn_name
-            params = inspect.signature(fn).parameters
-            try:
                 if hasattr(mod, "prepare"):  # what the explorer compiles while the reader reads
                     t0 = time.perf_counter()
                     mod.prepare()
                     row["prepare_s"] = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                close(fn())
-                row["first_call_s"] = time.perf_counter() - t0
-                ts = []
-                for _ in range(calls):
-                    t0 = time.perf_counter()
-                    close(fn())
-                    ts.append(time.perf_counter() - t0)
-                row.update(redraw_p50_s=float(np.percentile(ts, 50)), redraw_p95_s=float(np.percentile(ts, 95)))
-                move_ts, render_ts, gc_ts, errors, state = [], [], [], [], {}
+                os.environ[DISABLE_ENV] = "1"  # compiled above: no second prepare() beside the moves
+                n, t0 = len(shown), time.perf_counter()
+                box = getattr(mod, explorer)()
+                row["first_call_s"] = time.perf_counter() - t0 - sum(r for r, _ in shown[n:])
+                move_ts, render_ts, gc_ts, errors = [], [], [], []
                 for arg, values in moves:
-                    if arg not in params:
-                        errors.append(f"no argument {arg!r}")
+                    slider = box.sliders.get(arg)
+                    if slider is None:
+                        errors.append(f"no slider {arg!r}")
                         continue
+                    default = slider.value
                     for value in values:
-                        state[arg] = value
-                        gc0 = collector.seconds
-                        t0 = time.perf_counter()
+                        n, gc0, t0 = len(shown), collector.seconds, time.perf_counter()
                         try:
-                            fig = fn(**state)
+                            slider.value = value
                         except Exception as err:  # noqa: BLE001 - recorded, not fatal
                             errors.append(f"{arg}={value!r}: {type(err).__name__}: {err}")
-                            state.pop(arg)
                             continue
-                        move_ts.append(time.perf_counter() - t0)
-                        gc_ts.append(collector.seconds - gc0)
-                        render_ts.append(render(fig))
-                    state.pop(arg, None)
-                row.update(render_p95_s=float(np.percentile(render_ts, 95)))
+                        total, drawn = time.perf_counter() - t0, shown[n:]
+                        if len(drawn) != 1:  # the callback failed (the explorer shows its traceback), or drew twice
+                            errors.append(f"{arg}={value!r}: {len(drawn)} figures shown")
+                            continue
+                        render, render_gc = drawn[0]
+                        move_ts.append(total - render)
+                        render_ts.append(render)
+                        gc_ts.append(collector.seconds - gc0 - render_gc)
+                    slider.value = default
+                if not move_ts:
+                    raise RuntimeError(f"no move answered: {errors}")
                 # the moves less the garbage collector's pauses in them: how much of the tail is
                 # the collector walking the process's objects rather than the callback's work
-                row.update(gc_s=gc_ts, gc_max_s=float(max(gc_ts)),
+                row.update(move_s=move_ts, render_s=render_ts, gc_s=gc_ts, gc_max_s=float(max(gc_ts)),
                            p95_without_gc_s=float(np.percentile(np.subtract(move_ts, gc_ts), 95)),
+                           render_p95_s=float(np.percentile(render_ts, 95)),
                            gc_objects=len(gc.get_objects()), gc_frozen=gc.get_freeze_count(),
                            **full_collections())
                 row.update(p50_s=float(np.percentile(move_ts, 50)), p95_s=float(np.percentile(move_ts, 95)),
-                           max_s=float(max(move_ts)), moves=len(move_ts), move_errors=errors,
-                           calls=calls, load=load1())
-            except Exception as err:  # noqa: BLE001
+                           max_s=float(max(move_ts)), moves=len(move_ts), move_errors=errors, load=load1())
+            except Exception as err:  # noqa: BLE001 - report it, measure the other explorers
                 row["error"] = f"{type(err).__name__}: {err}"
+            finally:
+                if disabled is None:
+                    os.environ.pop(DISABLE_ENV, None)
             out.append(row)
             log(f"widget {row}")
     return out
@@ -693,12 +710,20 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
 
     roof, mm = r["roofline"], r["matmul"]
     R = "Roofline"
+    used, xla_from = roof.get("exp_rate_used_from"), roof.get("exp_rate_xla_from")
+
+    def measured(src):
+        """The load and the note of a rate from the measurement that gave it (``apply_roofline``)."""
+        if src is None:  # a results file from before the rates kept their source
+            return roof["exp"]["load"], f"{roof['exp']['reps']} repeats a measurement"
+        return src["load"], f"fastest repeat of the measurement {src['where']} ({src['by']}, {src['reps']} repeats)"
+
     ms = [
         metric("roofline_exp_per_s", R, "exp throughput (the faster of a jitted sum of exps and the same sum in C++, fastest of the run's measurements)", roof["exp_rate_used"] / 1e9,
-               "G exp/s", roof["exp"]["load"], note=f"measured at the start of the run and again before each training step, {roof['exp']['reps']} repeats each"
+               "G exp/s", measured(used)[0], note=measured(used)[1] + "; measured at the start of the run and again before each training step"
                     + (", XLA's and the C++ loop's repeats interleaved" if roof["exp"].get("interleaved_with") else "")),
         metric("roofline_exp_xla_per_s", R, "exp throughput of XLA (jitted sum of exps, fastest of the run's measurements)", roof["exp_rate_xla"] / 1e9,
-               "G exp/s", roof["exp"]["load"], note=f"at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s"),
+               "G exp/s", measured(xla_from)[0], note=measured(xla_from)[1] + f"; at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s"),
         metric("roofline_bandwidth", R, "memory bandwidth (x + 1, read and write counted, fastest repeat)", roof["bandwidth"]["best_per_s"] / 1e9,
                "GB/s", roof["bandwidth"]["load"], note=f"median {roof['bandwidth']['median_per_s'] / 1e9:.3g} GB/s"),
         metric("matmul_peak_gflops", R, "float32 matrix-multiply peak (identity attention's other bound)", mm["peak_gflops"], "GFLOP/s", mm.get("load")),
@@ -707,9 +732,12 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
     for row in r.get("steps", []):
         L, lib, prev = row["L"], row["library"], row["previous"]
         ms.append(metric(f"step_ms_L{L}", T, f"L={L}: step time, median", lib["median_s"] * 1e3, "ms", lib["load"], note=_spread(lib, 1e3, " ms")))
+        frac_ci = lib.get("frac_roofline_ci")
         ms.append(metric(f"step_frac_roofline_L{L}", T, f"L={L}: fraction of the exp roofline", lib["frac_roofline"], "", lib["load"],
-                         note=f"{row['batch']} prompts x 2 heads, {2 * row['batch'] * 2 * L * L:,} exps; fastest repeat {lib['frac_roofline_best']:.3f}, slowest {lib['frac_roofline_worst']:.3f}; "
-                              f"{lib['frac_roofline_local']:.3f} of the roofline measured just before it ({row['roofline_before']['best_per_s'] / 1e9:.3g} G exp/s)"))
+                         note=f"{row['batch']} prompts x 2 heads, {2 * row['batch'] * 2 * L * L:,} exps; fastest repeat {lib['frac_roofline_best']:.3f}, slowest {lib['frac_roofline_worst']:.3f}"
+                              + (f"; 95 % sign-test interval of the median over {lib['reps']} repeats {_interval_text(frac_ci)}" if frac_ci else "")
+                              + f"; {lib['frac_roofline_local']:.3f} of the roofline measured just before it ({row['roofline_before']['best_per_s'] / 1e9:.3g} G exp/s)",
+                         interval=frac_ci))
         ms.append(metric(f"previous_step_ms_L{L}", T, f"L={L}: previous kernel's step, median", prev["median_s"] * 1e3, "ms", prev["load"], note=_spread(prev, 1e3, " ms")))
         ms.append(metric(f"previous_frac_roofline_L{L}", T, f"L={L}: previous kernel's fraction of the roofline", prev["frac_roofline"], "", prev["load"]))
         ms.append(metric(f"step_frac_xla_roofline_L{L}", T, f"L={L}: fraction of XLA's exp throughput", lib["frac_roofline_xla"], "", lib["load"]))
@@ -797,10 +825,9 @@ def build_other_metrics(r: dict) -> list[dict]:
                                       f"{w['full_collection_s']:.3g} s, {w['full_collection_unfrozen_s']:.3g} s unfrozen"))
             if "render_p95_s" in w:
                 ms.append(metric(f"widget_{name}_render_p95", W, f"{name}: drawing the figure as PNG after a move, p95", w["render_p95_s"], "s", w["load"]))
-            ms.append(metric(f"widget_{name}_redraw_p95", W, f"{name}: redraw at defaults, p95", w["redraw_p95_s"], "s", w["load"]))
             if "prepare_s" in w:
                 ms.append(metric(f"widget_{name}_prepare", W, f"{name}: prepare() (background compilation when the explorer opens)", w["prepare_s"], "s", w["load"]))
-            ms.append(metric(f"widget_{name}_first", W, f"{name}: first call at the defaults", w["first_call_s"], "s", w["load"]))
+            ms.append(metric(f"widget_{name}_first", W, f"{name}: opening the explorer (its widgets and its figure at the defaults, less drawing the PNG)", w["first_call_s"], "s", w["load"]))
             p95s.append(w["p95_s"])
             worst = w if worst is None or w["p95_s"] > worst["p95_s"] else worst
         else:
@@ -922,7 +949,7 @@ def main() -> int:
         results["identity_tiles"] = bench_identity_tiles(cfg["tile_L"], cfg["tile_blocks"], cfg["tile_key_blocks"], cfg["identity_reps"])
         results["identity"] = bench_identity(cfg["identity_L"], results["identity_tiles"], cfg["full_max_bytes"], peak,
                                              cfg["identity_reps"])
-    results["widgets"] = [] if "widgets" in skip else bench_widgets(cfg["widget_calls"])
+    results["widgets"] = [] if "widgets" in skip else bench_widgets()
     book_path = Path(a.book)
     results["book"] = json.loads(book_path.read_text()) if book_path.is_file() else None
 
