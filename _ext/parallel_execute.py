@@ -50,7 +50,7 @@ def _execute(path: str, nb, timeout, allow_errors: bool):
     return nb, result.time, (None if result.err is None else result.exc_string or repr(result.err))
 
 
-def _pages(app, env, docnames, cache):
+def _pages(env, docnames, cache):
     """(docname, path, notebook, read format, configuration) of every page to be read that
     is a notebook not in the cache, as MyST-NB's parser would read it."""
     from myst_nb.core.read import create_nb_reader
@@ -90,7 +90,7 @@ def pre_execute(app, env, docnames) -> None:
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(config.execution_cache_path)
-    todo = _pages(app, env, docnames, cache)
+    todo = _pages(env, docnames, cache)
     if len(todo) < 2:
         return  # nothing to run side by side: MyST-NB executes it as it reads
     times_path = Path(app.outdir).parent / TIMES_FILE

@@ -37,12 +37,18 @@ PAGE = MYST_HEADER + """
 """
 
 
-def make_book(root: Path, code: str) -> Path:
+def scaffold(root: Path) -> Path:
+    """A book at ``root`` with the project's config, bibliography and extensions, and no page."""
     (root / "chapters").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "_config.yml", root / "_config.yml")
     shutil.copy(ROOT / "chapters" / "references.bib", root / "chapters" / "references.bib")
     if (ROOT / "_ext").is_dir() and not (root / "_ext").exists():
         shutil.copytree(ROOT / "_ext", root / "_ext")
+    return root
+
+
+def make_book(root: Path, code: str) -> Path:
+    scaffold(root)
     (root / "_toc.yml").write_text("format: jb-book\nroot: chapters/page\n")
     (root / "chapters" / "page.md").write_text(PAGE.format(code=code))
     return root
@@ -114,9 +120,8 @@ print("SPAN", t0, time.time())
 
 
 def two_page_book(root: Path, code_b: str = "") -> Path:
-    make_book(root, "")
+    scaffold(root)
     (root / "_toc.yml").write_text("format: jb-book\nroot: chapters/a\nchapters:\n  - file: chapters/b\n")
-    (root / "chapters" / "page.md").unlink()
     # different code, or the two notebooks would be one entry of the cache
     (root / "chapters" / "a.md").write_text(TIMED.format(name="A", code='page = "A"'))
     (root / "chapters" / "b.md").write_text(TIMED.format(name="B", code=code_b or 'page = "B"'))
