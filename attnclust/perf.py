@@ -52,7 +52,9 @@ GOALS: dict[str, dict[str, Any]] = {
     "seeds_vs_torch_vmap": {"op": ">=", "target": 5.0},
     "identity_L100k_time": {"op": "<=", "target": 60.0},
     "identity_L100k_rss": {"op": "<=", "target": 2048.0},
-    "widget_p95_max": {"op": "<=", "target": 0.3},
+    # what a reader waits for after a slider move: the explorer's callback and the PNG of its
+    # figure that the notebook shows
+    "widget_wait_p95_max": {"op": "<=", "target": 0.3},
     "book_clean": {"op": "<=", "target": 480.0},
     "book_cached": {"op": "<=", "target": 60.0},
 }

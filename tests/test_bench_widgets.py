@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib.figure
+import matplotlib.backend_bases
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -28,14 +28,15 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypa
     monkeypatch.setattr(run, "WIDGET_CALLBACKS",
                         (("mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("K", (3,)))),))
     drawn = []
-    real_savefig = matplotlib.figure.Figure.savefig
+    canvas = matplotlib.backend_bases.FigureCanvasBase
+    real_print = canvas.print_figure
 
-    def slow_savefig(fig, *args, **kwargs):  # a planted 0.3 s PNG: it must land in render_s only
+    def slow_print(self, *args, **kwargs):  # a planted 0.3 s PNG: it must land in render_s only
         time.sleep(0.3)
-        drawn.append(fig)
-        return real_savefig(fig, *args, **kwargs)
+        drawn.append((self.figure, kwargs.get("bbox_inches")))
+        return real_print(self, *args, **kwargs)
 
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", slow_savefig)
+    monkeypatch.setattr(canvas, "print_figure", slow_print)
     from attnclust.widgets import mixture
 
     calls = []
@@ -45,9 +46,11 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypa
     assert "error" not in row and row["move_errors"] == []
     assert row["moves"] == 3 and len(row["move_s"]) == len(row["render_s"]) == len(row["gc_s"]) == 3
     assert all(r >= 0.3 for r in row["render_s"]) and all(t < 0.3 for t in row["move_s"])
+    assert row["wait_p95_s"] >= 0.3  # the reader waits for both
     # the explorer's own update drew into its one figure: opening it, three moves, and the
-    # two sliders set back to their defaults
-    assert len(calls) == 6 and len({id(f) for f in drawn}) == 1
+    # two sliders set back to their defaults; each PNG as the notebook draws it
+    assert len(calls) == 6 and len({id(f) for f, _ in drawn}) == 1
+    assert {b for _, b in drawn} == {"tight"}
     assert [c[0][4] for c in calls[1:3]] == [1, 2]  # the seed slider's values reached the callback
 
 
