@@ -6,7 +6,7 @@ here, so the page is rebuilt from data, never typed. This module holds no measur
 the schema of the file (``validate``), the goals (``GOALS``), the rules that mark a goal met
 (``goal_met``, and ``goal_verdict`` for a goal decided by an interval), the paired ratios of
 two interleaved timings with their sign-test interval (``sign_test_interval``,
-``paired_ratio``), shared by the benchmark and the page, and the tables (``metric_rows``,
+``median_ci``, ``paired_ratio``), shared by the benchmark and the page, and the tables (``metric_rows``,
 ``markdown_table``, ``text_table``).
 
 The file is one JSON object::
@@ -136,6 +136,12 @@ def sign_test_interval(x: Any, level: float = 0.95) -> tuple[float, float]:
     return (xs[k - 1], xs[n - k]) if k else (math.nan, math.nan)
 
 
+def median_ci(x: Any, level: float = 0.95) -> list[float | None]:
+    """``sign_test_interval`` of ``x`` as a results file stores it: [lo, hi], or [None, None]
+    when there are too few values for one (plain JSON has no nan)."""
+    return [None if math.isnan(v) else v for v in sign_test_interval(x, level)]
+
+
 def paired_ratio(num: Any, den: Any, level: float = 0.95) -> dict[str, Any]:
     """The ratios num_i / den_i of two timings' interleaved repeats (``per_rep_s``, paired
     repeat by repeat): their median, the sign-test interval of the median
@@ -147,8 +153,7 @@ def paired_ratio(num: Any, den: Any, level: float = 0.95) -> dict[str, Any]:
     if not r:
         return {"n": 0, "median": None, "ci": [None, None], "level": level, "min": None, "max": None,
                 "below_one": 0}
-    ci = [None if math.isnan(v) else v for v in sign_test_interval(r, level)]
-    return {"n": len(r), "median": statistics.median(r), "ci": ci, "level": level, "min": r[0], "max": r[-1],
+    return {"n": len(r), "median": statistics.median(r), "ci": median_ci(r, level), "level": level, "min": r[0], "max": r[-1],
             "below_one": sum(x < 1 for x in r)}
 
 

@@ -323,7 +323,7 @@ def apply_roofline(results: dict) -> float:
     kept beside it ("exp_rate_used_from", "exp_rate_xla_from")."""
     from roofline import step_exps, with_fractions
 
-    from attnclust.perf import sign_test_interval
+    from attnclust.perf import median_ci
 
     steps = results.get("steps", [])
     roof = results["roofline"]
@@ -353,8 +353,7 @@ def apply_roofline(results: dict) -> float:
             row[kind]["frac_roofline_local"] = exps / local / row[kind]["median_s"]
             row[kind]["frac_roofline_xla"] = exps / xla / row[kind]["median_s"]
             if "per_rep_s" in row[kind]:
-                ci = sign_test_interval([exps / rate / t for t in row[kind]["per_rep_s"]])
-                row[kind]["frac_roofline_ci"] = [None if ci_ != ci_ else ci_ for ci_ in ci]  # nan: JSON null
+                row[kind]["frac_roofline_ci"] = median_ci([exps / rate / t for t in row[kind]["per_rep_s"]])
     peak = results["matmul"]["peak_gflops"]
     for row in results.get("identity", []):
         row.update(identity_roofline(row["L"], rate, peak))
@@ -724,12 +723,13 @@ def build_metrics(r: dict, cfg: dict) -> list[dict]:
             return roof["exp"]["load"], f"{roof['exp']['reps']} repeats a measurement"
         return src["load"], f"fastest repeat of the measurement {src['where']} ({src['by']}, {src['reps']} repeats)"
 
+    (used_load, used_note), (xla_load, xla_note) = measured(used), measured(xla_from)
     ms = [
         metric("roofline_exp_per_s", R, "exp throughput (the faster of a jitted sum of exps and the same sum in C++, fastest of the run's measurements)", roof["exp_rate_used"] / 1e9,
-               "G exp/s", measured(used)[0], note=measured(used)[1] + "; measured at the start of the run and again before each training step"
+               "G exp/s", used_load, note=used_note + "; measured at the start of the run and again before each training step"
                     + (", XLA's and the C++ loop's repeats interleaved" if roof["exp"].get("interleaved_with") else "")),
         metric("roofline_exp_xla_per_s", R, "exp throughput of XLA (jitted sum of exps, fastest of the run's measurements)", roof["exp_rate_xla"] / 1e9,
-               "G exp/s", measured(xla_from)[0], note=measured(xla_from)[1] + f"; at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s"),
+               "G exp/s", xla_load, note=xla_note + f"; at the start of the run: fastest {roof['exp']['best_per_s'] / 1e9:.3g}, median {roof['exp']['median_per_s'] / 1e9:.3g}, slowest {roof['exp']['worst_per_s'] / 1e9:.3g} G exp/s"),
         metric("roofline_bandwidth", R, "memory bandwidth (x + 1, read and write counted, fastest repeat)", roof["bandwidth"]["best_per_s"] / 1e9,
                "GB/s", roof["bandwidth"]["load"], note=f"median {roof['bandwidth']['median_per_s'] / 1e9:.3g} GB/s"),
         metric("matmul_peak_gflops", R, "float32 matrix-multiply peak (identity attention's other bound)", mm["peak_gflops"], "GFLOP/s", mm.get("load")),
@@ -815,7 +815,9 @@ def build_other_metrics(r: dict) -> list[dict]:
         ms.append(metric(f"identity_{tag}_D", I, f"L={L:,}: distortion D, attention", row["D_attention"], "", row["load"]))
         ms.append(metric(f"identity_{tag}_D_kmeans", I, f"L={L:,}: distortion D, KMeans", row["D_kmeans"], "", row["load"]))
     W = "Widget callbacks"
-    p95s, worst, waits = [], None, []
+    measured_rows = [w for w in r["widgets"] if "p95_s" in w]
+    worst = max(measured_rows, key=lambda w: w["p95_s"], default=None)
+    slowest = max((w for w in measured_rows if "wait_p95_s" in w), key=lambda w: w["wait_p95_s"], default=None)
     for w in r["widgets"]:
         name = w.get("callback", w["module"].rsplit(".", 1)[-1])
         if "p95_s" in w:
@@ -833,17 +835,13 @@ def build_other_metrics(r: dict) -> list[dict]:
                 ms.append(metric(f"widget_{name}_render_p95", W, f"{name}: drawing the figure as the notebook's PNG after a move, p95", w["render_p95_s"], "s", w["load"]))
             if "wait_p95_s" in w:
                 ms.append(metric(f"widget_{name}_wait_p95", W, f"{name}: the reader's wait, callback and PNG, p95 ({w['moves']} moves)", w["wait_p95_s"], "s", w["load"]))
-                waits.append(w)
             if "prepare_s" in w:
                 ms.append(metric(f"widget_{name}_prepare", W, f"{name}: prepare() (background compilation when the explorer opens)", w["prepare_s"], "s", w["load"]))
             ms.append(metric(f"widget_{name}_first", W, f"{name}: opening the explorer (its widgets and its figure at the defaults, less drawing the PNG)", w["first_call_s"], "s", w["load"]))
-            p95s.append(w["p95_s"])
-            worst = w if worst is None or w["p95_s"] > worst["p95_s"] else worst
         else:
             ms.append(metric(f"widget_{name}_missing", W, f"{w['module']}: not measured", None, "s", note=w.get("error", "")))
-    ms.append(metric("widget_p95_max", W, "largest slider-move p95 over the callbacks (PNG excluded)", max(p95s) if p95s else None, "s",
+    ms.append(metric("widget_p95_max", W, "largest slider-move p95 over the callbacks (PNG excluded)", worst["p95_s"] if worst else None, "s",
                      worst["load"] if worst else None, note=f"the slowest callback: {worst['callback']}" if worst else ""))
-    slowest = max(waits, key=lambda w: w["wait_p95_s"], default=None)
     ms.append(metric("widget_wait_p95_max", W, "largest p95 of the reader's wait (callback and PNG) over the explorers",
                      slowest["wait_p95_s"] if slowest else None, "s", slowest["load"] if slowest else None,
                      note=f"the slowest explorer: {slowest['explorer']}; sending the PNG to the browser not timed" if slowest else ""))
