@@ -1,6 +1,6 @@
 """The claims ledger in the built book (loaded from _config.yml, sphinx.local_extensions).
 
-A chapter states a claim in a code cell with ``attnclust.claims.claim`` (which glues the
+A chapter states a claim in a code cell with ``attnclust.book.claims.claim`` (which glues the
 sentence under ``claim:<id>`` and its record under ``claim-data:<id>``) and shows it in the
 prose with the role ``{claim}`<id>```. This extension
 
@@ -73,10 +73,10 @@ class ClaimRole(RoleBase):
             data = retrieve_glue_data(self.document, f"claim-data:{key}")
         except RetrievalError:
             msg = self.document.reporter.warning(
-                f"claim {key!r}: no cell of this page recorded it (attnclust.claims.claim)",
+                f"claim {key!r}: no cell of this page recorded it (attnclust.book.claims.claim)",
                 line=self.line)
             return [], [msg]
-        from attnclust.claims import MIME
+        from attnclust.book.claims import MIME
 
         record = data.data.get(MIME)
         if isinstance(record, str):
@@ -290,8 +290,8 @@ def _short_setting(setting: dict) -> str:
 def _paper_table(app, fromdoc: str, claims) -> nodes.table:
     """One row per claim of the paper: its statement and setting, the book's claims that bear on
     it (each with its setting, its verdict and how it bears), and the verdict on the paper's
-    claim that they give together (attnclust.claims.paper_verdict)."""
-    from attnclust.claims import PAPER, paper_verdict
+    claim that they give together (attnclust.book.claims.paper_verdict)."""
+    from attnclust.book.claims import PAPER, paper_verdict
 
     rows = []
     for pkey, paper in PAPER.items():

@@ -6,7 +6,7 @@
     python -m attnclust experiment --list | NAME [NAME ...] [--size full|small]
     python -m attnclust assignments build|grade ...   (needs the [assignments] extra)
 
-``reproduce`` redraws the book's figures by name from ``attnclust.figures`` and writes
+``reproduce`` redraws the book's figures by name from ``attnclust.book.figures`` and writes
 DIR/NAME.png and DIR/NAME.pdf. Unknown names exit with status 2 and the list of known ones.
 ``assignments`` is :mod:`attnclust.assignments`' command line; without its extra it exits
 with status 1 and one line naming the extra to install.
@@ -33,7 +33,7 @@ EXIT_USAGE = 2
 
 def _figure_table() -> list[tuple[str, str, str]]:
     """(name, chapter, description) of every registered figure, sorted by name."""
-    from .figures import FIGURES, names
+    from attnclust.book.figures import FIGURES, names
 
     return [(n, FIGURES[n].chapter, FIGURES[n].description) for n in names()]
 
@@ -48,8 +48,22 @@ def _print_list(file=None) -> None:
         print(f"{name:<{width}}  {chapter:<{cw}}  {description}", file=file)
 
 
+def _missing_figures_extra() -> int | None:
+    """Exit status 1 with a line naming the extra to install when matplotlib is missing
+    (``pip install attnclust`` is the science core alone); None when it is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return fail("reproduce draws the book's figures with matplotlib, which is not installed: "
+                    "pip install 'attnclust[figures]'")
+    return None
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     """Draw the requested figures and save them; the exit status."""
+    missing = _missing_figures_extra()
+    if missing is not None:
+        return missing
     if args.list:
         _print_list()
         return 0
@@ -59,7 +73,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.out is None:
         print("error: --out DIR is required to write figures", file=sys.stderr)
         return EXIT_USAGE
-    from .figures import make, names
+    from attnclust.book.figures import make, names
 
     known = names()
     wanted = known if "all" in args.names else list(dict.fromkeys(args.names))
@@ -111,7 +125,7 @@ def _add_reproduce(sub) -> None:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    from .experiments import COMMITTED, names, run
+    from attnclust.book.experiments import COMMITTED, names, run
 
     known = names()
     if args.list or not args.names:
@@ -132,7 +146,7 @@ def _add_experiment(sub) -> None:
     p = sub.add_parser(
         "experiment",
         help="run an experiment too large for the book's build and commit its results",
-        description="Run committed experiments by name (see --list); each writes results/NAME.json "
+        description="Run committed experiments by name (see --list); each writes attnclust/book/results/NAME.json "
                     "with the command, commit and date, which the book reads.",
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="experiment names")

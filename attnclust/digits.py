@@ -4,7 +4,7 @@ section "Real data: handwritten digits").
 
 - ``load_digits_pca``: the images of some classes on their top principal directions.
 - ``split_digits``: the same with a training and a test part, centred at the training mean
-  (the setting of the digits benchmark, ``attnclust.experiments.digits``).
+  (the setting of the digits benchmark, ``attnclust.book.experiments.digits``).
 - ``sample_rows``: prompts of L rows drawn with replacement (a sampler for ``fit_sampler``).
 """
 

@@ -1,5 +1,5 @@
 """Intervals for the book's statistics: the evidence behind every claim of the claims ledger
-(``attnclust.claims``, the page "Claims and evidence", chapters/claims.md).
+(``attnclust.book.claims``, the page "Claims and evidence", chapters/claims.md).
 
 Three kinds of statement need three kinds of interval:
 

@@ -13,7 +13,7 @@ Sections:
    2 heads) at L = 50, 256, 1024, as a fraction of the exp roofline (2 B H L^2 exps by
    design), beside the previous kernel (``alternatives.previous_pool``; their repeats
    interleaved, more of them at L = 50, ``step_reps_L50``, where the L = 50 goal is decided
-   by the paired ratios' sign-test interval: ``attnclust.perf.goal_verdict``) and the PyTorch
+   by the paired ratios' sign-test interval: ``attnclust.book.perf.goal_verdict``) and the PyTorch
    peers (``benchmarks/peers.py``: eager, ``torch.compile``, and ``torch.func.vmap`` over
    S seeds against ``jax.vmap``). Then ``fit`` and ``fit_many`` (sampling included), and
    ``fit_many`` with the seeds sharded over one CPU device per core (JAX_NUM_CPU_DEVICES,
@@ -61,7 +61,7 @@ SIZES = {
     "small": dict(
         # step_reps_L50: at L = 50 a repeat takes about 0.2 s and the library and the previous
         # kernel are close, so more repeats there narrow the paired ratios' sign-test interval
-        # that decides the goal (attnclust.perf.goal_verdict)
+        # that decides the goal (attnclust.book.perf.goal_verdict)
         steps=400, S=16, step_L=(50, 256, 1024), step_batch=32, reps=7, step_reps=15, step_reps_L50=41,
         peer_L=(50, 256, 1024),
         identity_L=(1000, 3000, 10000, 30000, 100000), identity_reps=5,
@@ -249,12 +249,12 @@ def bench_steps(Ls, batch: int, cfg: dict) -> list[dict]:
     after a measurement of the exp roofline (on a shared machine the load changes during a
     run; ``apply_roofline`` later takes the run's fastest as the machine's limit). The
     paired ratios of the interleaved repeats, with their sign-test interval
-    (``attnclust.perf.paired_ratio``): "previous_vs_library" (previous / library) and
+    (``attnclust.book.perf.paired_ratio``): "previous_vs_library" (previous / library) and
     "library_vs_kernel" (library / C++ kernels)."""
     from alternatives import previous_pool
     from roofline import step_hlo, time_steps
 
-    from attnclust.perf import paired_ratio
+    from attnclust.book.perf import paired_ratio
 
     kernel = load_kernel()
     exp_sum = native_exp_sum()
@@ -318,12 +318,12 @@ def apply_roofline(results: dict) -> float:
     other processes), by XLA or by the C++ loop when built, and every step's and identity
     evaluation's fractions of it; each step also gets its fraction of the roofline measured
     just before it ("local") and of XLA's exps alone ("xla"), and the sign-test interval of
-    its median fraction over its repeats ("frac_roofline_ci", ``attnclust.perf``). Which
+    its median fraction over its repeats ("frac_roofline_ci", ``attnclust.book.perf``). Which
     measurement gave each rate (where in the run, by which sum, its repeats and load) is
     kept beside it ("exp_rate_used_from", "exp_rate_xla_from")."""
     from roofline import step_exps, with_fractions
 
-    from attnclust.perf import median_ci
+    from attnclust.book.perf import median_ci
 
     steps = results.get("steps", [])
     roof = results["roofline"]
@@ -622,14 +622,14 @@ def bench_widgets() -> list[dict]:
 
     import numpy as np
 
-    from attnclust.widgets._background import DISABLE_ENV
+    from attnclust.book.widgets._background import DISABLE_ENV
 
     out, disabled = [], os.environ.get(DISABLE_ENV)
     with collector_seconds() as collector, shown_figures(collector) as shown:
         for module, callback, explorer, moves in WIDGET_CALLBACKS:
-            row = {"module": f"attnclust.widgets.{module}", "callback": callback, "explorer": explorer}
+            row = {"module": f"attnclust.book.widgets.{module}", "callback": callback, "explorer": explorer}
             try:
-                mod = importlib.import_module(f"attnclust.widgets.{module}")
+                mod = importlib.import_module(f"attnclust.book.widgets.{module}")
                 if hasattr(mod, "prepare"):  # what the explorer compiles while the reader reads
                     t0 = time.perf_counter()
                     mod.prepare()
@@ -688,8 +688,8 @@ def bench_widgets() -> list[dict]:
 
 def metric(id_, section, label, value, unit, load=None, note="", goal="auto", interval=None):
     """One row of the table; ``interval`` ([lo, hi], a 95 % interval of the value) decides a
-    goal with a tolerance (``attnclust.perf.goal_verdict``)."""
-    from attnclust.perf import GOALS
+    goal with a tolerance (``attnclust.book.perf.goal_verdict``)."""
+    from attnclust.book.perf import GOALS
 
     return {
         "id": id_, "section": section, "label": label,
@@ -711,7 +711,7 @@ def _interval_text(ci) -> str:
 
 
 def build_metrics(r: dict, cfg: dict) -> list[dict]:
-    from attnclust.perf import paired_ratio
+    from attnclust.book.perf import paired_ratio
 
     roof, mm = r["roofline"], r["matmul"]
     R = "Roofline"
@@ -876,7 +876,7 @@ def main() -> int:
     a = p.parse_args()
 
     if a.refresh_book:
-        from attnclust import perf
+        from attnclust.book import perf
 
         results = json.loads(Path(a.out).read_text())
         results["book"] = json.loads(Path(a.book).read_text())
@@ -908,7 +908,7 @@ def main() -> int:
         require_sandbox()
     t_start = time.perf_counter()
     load_start = list(os.getloadavg())
-    from attnclust import perf
+    from attnclust.book import perf
 
     results: dict = {
         "schema": perf.SCHEMA,

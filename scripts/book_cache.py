@@ -50,7 +50,7 @@ HASHED_GLOBS = ("attnclust/**/*.py", "_ext/*.py")
 HASHED_FILES = ("requirements.txt", "pyproject.toml")
 # Page source -> the files (globs, relative to the root) it reads besides the library.
 PAGE_INPUTS: dict[str, tuple[str, ...]] = {
-    # ROOT is found by _toc.yml; results.json through attnclust.figures.performance, and the
+    # ROOT is found by _toc.yml; results.json through attnclust.book.figures.performance, and the
     # GPU run's gpu.json once one is committed (a pattern is globbed at every build, so a file
     # that does not exist yet is followed from the build after it appears)
     "chapters/performance.md": ("_toc.yml", "benchmarks/results.json", "benchmarks/gpu.json"),
@@ -58,13 +58,13 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # markdown.References every chapter, the bibliography and the MathJax macros
     "chapters/instructors.md": ("_toc.yml", "_config.yml", "chapters/*.md",
                                 "chapters/references.bib"),
-    # committed results files (attnclust.results.load: results/NAME.json), read through
-    # attnclust.experiments.landscape / .training / .beyond
-    "chapters/training_dynamics.md": ("results/*.json",),
-    "chapters/beyond.md": ("results/*.json",),
+    # committed results files (attnclust.book.results.load: results/NAME.json), read through
+    # attnclust.book.experiments.landscape / .training / .beyond
+    "chapters/training_dynamics.md": ("attnclust/book/results/*.json",),
+    "chapters/beyond.md": ("attnclust/book/results/*.json",),
     # the benchmark's committed sweeps (results/icq-sweeps.json) and, through the modules it
     # imports, the benchmark timings of the Performance page
-    "chapters/icq_experiments.md": ("results/*.json", "benchmarks/results.json"),
+    "chapters/icq_experiments.md": ("attnclust/book/results/*.json", "benchmarks/results.json"),
 }
 # Inputs that may not exist yet (a GPU run is committed only when one was made); every other
 # input must match a file (tests/test_book_cache.py), so that a rename cannot drop it silently.

@@ -1,7 +1,7 @@
 """The claims of the ledger whose verdict is close to changing: margin / standard error.
 
 Every verdict the ledger computes on a statistic records how far the statistic's estimate is
-from the bound it was decided against, in standard errors (``attnclust.claims.margin_in_se``,
+from the bound it was decided against, in standard errors (``attnclust.book.claims.margin_in_se``,
 the record's ``margin_se``). A verdict a few more samples could turn has a small margin. This
 script reads the ledger of a built book (``_build/html/claims.json``) or of executed chapters
 (``.ipynb`` files, whose cells glued the claims' records) and prints, smallest first, the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from scipy.stats import norm
 
-MIME = "application/vnd.attnclust.claim+json"  # attnclust.claims.MIME, kept import-free
+MIME = "application/vnd.attnclust.claim+json"  # attnclust.book.claims.MIME, kept import-free
 GLUED = "application/papermill.record/" + MIME  # as myst_nb.glue stores it in a notebook
 
 

@@ -37,7 +37,7 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypa
         return real_print(self, *args, **kwargs)
 
     monkeypatch.setattr(canvas, "print_figure", slow_print)
-    from attnclust.widgets import mixture
+    from attnclust.book.widgets import mixture
 
     calls = []
     real_draw = mixture.draw_mixture
@@ -57,7 +57,7 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypa
 def test_a_failing_move_is_recorded_not_timed(run, monkeypatch):
     monkeypatch.setattr(run, "WIDGET_CALLBACKS",
                         (("mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("nope", (1,)))),))
-    from attnclust.widgets import mixture
+    from attnclust.book.widgets import mixture
 
     real_draw = mixture.draw_mixture
 

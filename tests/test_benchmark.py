@@ -1,4 +1,4 @@
-"""attnclust.benchmark: every method on the same prompts, intervals, paired differences,
+"""attnclust.book.benchmark: every method on the same prompts, intervals, paired differences,
 oracles kept apart; mean shift in attnclust.baselines."""
 
 import jax
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnclust import baselines
-from attnclust import benchmark as B
+from attnclust.book import benchmark as B
 
 KEY = jax.random.PRNGKey(3)
 

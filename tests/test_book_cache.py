@@ -280,7 +280,7 @@ def _code_cells(page: Path) -> list[str]:
 
 def _figure_modules(cells: list[str]) -> set[str]:
     """Modules of the figures a page draws with ``make("name")``."""
-    from attnclust.figures import FIGURES, names
+    from attnclust.book.figures import FIGURES, names
 
     names()  # imports every figure module
     made = set()

@@ -7,7 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-from attnclust import claims, stats
+from attnclust.book import claims
+from attnclust import stats
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "claim_margins.py"
 spec = importlib.util.spec_from_file_location("claim_margins", SCRIPT)

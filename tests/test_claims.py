@@ -1,4 +1,4 @@
-"""attnclust.claims: verdicts computed from the evidence, and a claim whose evidence
+"""attnclust.book.claims: verdicts computed from the evidence, and a claim whose evidence
 contradicts its prose fails (ClaimError)."""
 
 import json
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnclust import claims, stats
+from attnclust.book import claims
+from attnclust import stats
 
 
 def iv(est, lo, hi):

@@ -24,7 +24,8 @@ GOOD = MYST_HEADER + r"""
 # Toy chapter
 
 ```{code-cell} python3
-from attnclust import claims, stats
+from attnclust.book import claims
+from attnclust import stats
 rate = stats.binomial_interval(15, 16)
 claims.claim("toy-aligns", f"{15} of {16} seeds end with $|\cos| \ge 0.95$.",
              setting=dict(K=2, d=5, L=50, lam=1.0, seeds=16), evidence=dict(rate=rate),
@@ -41,7 +42,7 @@ UNSHOWN = MYST_HEADER + """
 # Unshown
 
 ```{code-cell} python3
-from attnclust import claims
+from attnclust.book import claims
 claims.claim("toy-hidden", "Never shown.", setting=dict(L=1), evidence=dict(x=1.0),
              verdict=claims.holds_if(True));
 ```

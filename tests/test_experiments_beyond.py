@@ -1,11 +1,11 @@
-"""attnclust.experiments.beyond: the settings of the chapter "Beyond the paper", the summaries
+"""attnclust.book.experiments.beyond: the settings of the chapter "Beyond the paper", the summaries
 of their training runs, and the committed results file's shape."""
 
 import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust.experiments import beyond as ex
+from attnclust.book.experiments import beyond as ex
 
 
 def test_settings_and_span_coverage():

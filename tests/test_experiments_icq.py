@@ -1,16 +1,16 @@
-"""attnclust.experiments.icq, icq_sweeps, icq_baselines and digits: the sweep grid, reading the
+"""attnclust.book.experiments.icq, icq_sweeps, icq_baselines and digits: the sweep grid, reading the
 committed results files (every method at every point, intervals in order; the baselines on the
 sweeps' own prompts), the extra baselines and the repeated timings, the regimes experiment."""
 
 import numpy as np
 import pytest
 
-from attnclust import benchmark as B
-from attnclust import results
-from attnclust.experiments import digits as Dg
-from attnclust.experiments import icq as E
-from attnclust.experiments import icq_baselines as Bl
-from attnclust.experiments import icq_sweeps as S
+from attnclust.book import benchmark as B
+from attnclust.book import results
+from attnclust.book.experiments import digits as Dg
+from attnclust.book.experiments import icq as E
+from attnclust.book.experiments import icq_baselines as Bl
+from attnclust.book.experiments import icq_sweeps as S
 
 
 def test_sweep_points_are_unique_and_cover_every_sweep():

@@ -1,14 +1,14 @@
-"""attnclust.experiments.tilt_seeds: the tilt at every temperature with its own seeds, and the
+"""attnclust.book.experiments.tilt_seeds: the tilt at every temperature with its own seeds, and the
 committed results file's shape (chapter "Training dynamics", section "The measured tilt")."""
 
 import numpy as np
 import pytest
 
-from attnclust import sweeps
+from attnclust.book import sweeps
 from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture
-from attnclust.experiments import tilt_seeds as ts
-from attnclust.experiments import training as tr
+from attnclust.book.experiments import tilt_seeds as ts
+from attnclust.book.experiments import training as tr
 
 
 def _toy(cos):

@@ -1,13 +1,13 @@
-"""attnclust.experiments.training and .landscape: the summaries of training runs, the finite-L
+"""attnclust.book.experiments.training and .landscape: the summaries of training runs, the finite-L
 landscape's statistics, and the committed results files' shape (chapter "Training dynamics")."""
 
 import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust import sweeps
-from attnclust.experiments import landscape as ls
-from attnclust.experiments import training as tr
+from attnclust.book import sweeps
+from attnclust.book.experiments import landscape as ls
+from attnclust.book.experiments import training as tr
 
 
 def _runs(codes, worst_final=None):

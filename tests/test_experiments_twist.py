@@ -1,4 +1,4 @@
-"""attnclust.experiments.twist and .stall_length: the signed twist about the mixture-mean
+"""attnclust.book.experiments.twist and .stall_length: the signed twist about the mixture-mean
 axis, the empirical minimiser, and the committed results files' shape (chapter "Training
 dynamics", sections "Where the stalled runs are" and "More centroids")."""
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust import sweeps
-from attnclust.experiments import landscape as ls
-from attnclust.experiments import stall_length
-from attnclust.experiments import twist as tw
+from attnclust.book import sweeps
+from attnclust.book.experiments import landscape as ls
+from attnclust.book.experiments import stall_length
+from attnclust.book.experiments import twist as tw
 
 
 def _symmetric():

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnclust.figures import FIGURES, names
-from attnclust.figures import beyond, digits, icq
+from attnclust.book.figures import FIGURES, names
+from attnclust.book.figures import beyond, digits, icq
 
 ICQ = ("icq-distortion", "icq-sure", "icq-benchmark", "icq-regimes", "icq-sweeps", "icq-sweeps-unequal", "icq-cost",
        "icq-stack", "icq-flatten")
@@ -55,7 +55,7 @@ def test_every_figure_draws_at_test_size():
 
 
 def test_digits_pair_matrix_holds_every_pair_once():
-    from attnclust import benchmark as B
+    from attnclust.book import benchmark as B
 
     dat = digits.data()
     d = next(iter(dat["pairs"]))

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust.figures import FIGURES, make, names
-from attnclust.figures import attention as fa
-from attnclust.figures import mixtures as fm
-from attnclust.widgets import mixture as wm
+from attnclust.book.figures import FIGURES, make, names
+from attnclust.book.figures import attention as fa
+from attnclust.book.figures import mixtures as fm
+from attnclust.book.widgets import mixture as wm
 
 FIGURE_CHAPTERS = {
     "preface-layers": "preface",

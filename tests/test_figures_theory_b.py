@@ -10,9 +10,9 @@ import pytest
 
 import attnclust as ac
 from attnclust import symbolic as sym
-from attnclust.figures import FIGURES, make, names
-from attnclust.figures import quantization as fq
-from attnclust.figures import risk as fr
+from attnclust.book.figures import FIGURES, make, names
+from attnclust.book.figures import quantization as fq
+from attnclust.book.figures import risk as fr
 
 FIGURE_CHAPTERS = {
     "risk-gap": "population_risk",

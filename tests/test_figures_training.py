@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust import figures, sweeps
-from attnclust.experiments import training as tr
+from attnclust.book import figures, sweeps
+from attnclust.book.experiments import training as tr
 
 NAMES = ["training-inits", "training-outcomes", "training-landscape", "training-separability",
          "training-dimension", "training-k-heads", "training-tilt", "training-explorer"]

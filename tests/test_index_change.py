@@ -1,12 +1,12 @@
-"""attnclust.experiments.index_change: where the smallest eigenvalue's mean changes sign, from
+"""attnclust.book.experiments.index_change: where the smallest eigenvalue's mean changes sign, from
 a landscape (synthetic here, with a known crossing; and the committed one)."""
 
 import numpy as np
 import pytest
 from scipy.stats import chi2 as chi2_dist
 
-from attnclust.experiments import index_change as ic
-from attnclust.experiments import landscape as ls
+from attnclust.book.experiments import index_change as ic
+from attnclust.book.experiments import landscape as ls
 
 LS = (25, 35, 50, 70, 100, 140, 200, 400)
 

@@ -18,8 +18,8 @@ import pytest
 
 from attnclust import __main__ as cli
 from attnclust.assignments import EXTRA_MODULES
-from attnclust.figures import _registry
-from attnclust.figures._registry import FIGURES, FigureSpec
+from attnclust.book.figures import _registry
+from attnclust.book.figures._registry import FIGURES, FigureSpec
 from import_graph import imported_names
 
 
@@ -112,7 +112,8 @@ def test_subcommand_hook(monkeypatch, capsys):
 # Modules of the extras (pyproject.toml) that attnclust could import, absent from a bare
 # `pip install attnclust`. (Not sphinx or torch: SciPy and jaxtyping use them whenever their
 # names are in sys.modules.)
-EXTRAS = (*EXTRA_MODULES, "jupyter_book", "myst_nb", "jupyter_cache")
+EXTRAS = (*EXTRA_MODULES, "jupyter_book", "myst_nb", "jupyter_cache", "matplotlib", "PIL",
+          "ipywidgets", "IPython")
 
 
 def _run_without_extras(*argv: str) -> subprocess.CompletedProcess:
@@ -129,12 +130,24 @@ def _run_without_extras(*argv: str) -> subprocess.CompletedProcess:
 @pytest.mark.subprocess
 @pytest.mark.slow
 def test_module_entry_point_lists_real_registry():
-    """``python -m attnclust reproduce --list`` in a fresh process without the extras
-    (imports the figure modules, draws nothing)."""
-    out = _run_without_extras("reproduce", "--list")
+    """``python -m attnclust reproduce --list`` in a fresh process (imports the figure
+    modules, draws nothing)."""
+    out = subprocess.run([sys.executable, "-m", "attnclust", "reproduce", "--list"],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     for name in ("icq-distortion", "icq-stack", "beyond-digits"):
         assert name in out.stdout
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_reproduce_without_figures_extra_names_it():
+    """With the science core alone (no matplotlib), ``reproduce`` exits 1 with one line
+    naming the extra to install, and no traceback."""
+    out = _run_without_extras("reproduce", "--list")
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'attnclust[figures]'" in lines[0], out.stderr
 
 
 @pytest.mark.subprocess
@@ -191,6 +204,19 @@ def _import_graph() -> dict[str, set[str]]:
     return graph
 
 
+def test_the_audiences_depend_one_way():
+    """The science core imports nothing of the book's machinery or of the course tools, and
+    the course tools nothing of the core or the book (they share only the command-line
+    helpers, ``attnclust._cli``): each part can be read, installed and tested on its own."""
+    graph = _import_graph()
+    part = {name: _audience(PACKAGE.parent / Path(*name.split("."))) for name in graph}
+    crossing = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                      if (part[m] == "core" and part[d] != "core")
+                      or (part[m] == "assignments" and part[d] not in ("assignments",) and d != "attnclust._cli"))
+    assert not crossing, crossing
+    assert any(part[m] == "book" and part[d] == "core" for m, deps in graph.items() for d in deps)
+
+
 def test_import_graph_is_acyclic():
     """No import cycle among the package's modules, deferred imports included: every module
     then imports first in a fresh interpreter, and each can be read on its own."""
@@ -231,21 +257,45 @@ def _requirement_names(reqs: list[str]) -> set[str]:
     return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
 
 
+def _extra(project: dict, name: str) -> set[str]:
+    """The distributions an extra installs, the extras it names (``attnclust[a,b]``) included."""
+    out = set()
+    for req in project["optional-dependencies"][name]:
+        if req.startswith("attnclust["):
+            for sub in req[len("attnclust["):req.index("]")].split(","):
+                out |= _extra(project, sub.strip())
+        else:
+            out |= _requirement_names([req])
+    return out
+
+
+def _audience(path: Path) -> str:
+    """Which part of the package a file belongs to: the science core, the book's machinery
+    (``attnclust.book``), the course tools (``attnclust.assignments``) or the command line."""
+    parts = path.relative_to(PACKAGE).parts
+    if parts and parts[0] in ("book", "assignments"):
+        return parts[0]
+    return "cli" if parts in (("__main__.py",), ("__main__",)) else "core"
+
+
 def test_every_import_is_a_declared_dependency():
-    """Each third-party module that a module of the package imports belongs to a base
-    dependency of pyproject.toml, or, for attnclust.assignments, to its [assignments] extra
-    (whose modules are EXTRA_MODULES), or, for attnclust.claims (which glues a claim into a
-    chapter being built, importing myst_nb only there), to the [book] extra: `pip install
-    attnclust` then gives a working package."""
+    """Each third-party module that a module of the package imports belongs to what its part
+    of the package declares in pyproject.toml: the science core to the base dependencies
+    (``pip install attnclust`` alone), ``attnclust.book`` to the [book] extra (figures,
+    explorers, the build's glue), ``attnclust.assignments`` to [assignments] (whose modules
+    are EXTRA_MODULES), the command line to the base and [figures] (``reproduce`` checks
+    for matplotlib before it imports it)."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
     base = _requirement_names(project["dependencies"])
-    extra = _requirement_names(project["optional-dependencies"]["assignments"])
-    book = _requirement_names(project["optional-dependencies"]["book"])
+    allowed_by = {"core": base, "book": base | _extra(project, "book"),
+                  "assignments": base | _extra(project, "assignments"),
+                  "cli": base | _extra(project, "figures")}
+    extra = _extra(project, "assignments")
     dists = importlib.metadata.packages_distributions()
     undeclared = set()
     for path in PACKAGE.rglob("*.py"):
-        allowed = base | (extra if "assignments" in path.parts else set()) | (book if path.name == "claims.py" else set())
+        allowed = allowed_by[_audience(path)]
         for node in ast.walk(ast.parse(path.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])

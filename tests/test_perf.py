@@ -1,4 +1,4 @@
-"""The benchmark's results file and the Performance page's table (attnclust.perf).
+"""The benchmark's results file and the Performance page's table (attnclust.book.perf).
 
 A malformed benchmarks/results.json fails here, not on the page; the goal marking is
 checked on synthetic inputs.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnclust import perf
+from attnclust.book import perf
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results.json"
 
@@ -50,11 +50,11 @@ def test_committed_results_figure_draws():
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnclust.figures.performance import identity_scaling, load_results
+    from attnclust.book.figures.performance import identity_scaling, load_results
 
     fig = identity_scaling(results=load_results())
     assert len(fig.axes) == 2
-    from attnclust.figures.performance import roofline_fractions
+    from attnclust.book.figures.performance import roofline_fractions
 
     results = load_results()
     fig = roofline_fractions(results=results)

@@ -1,18 +1,18 @@
-"""attnclust.results and the committed experiments: provenance, staleness, the command line."""
+"""attnclust.book.results and the committed experiments: provenance, staleness, the command line."""
 
 import json
 
 import numpy as np
 import pytest
 
-from attnclust import experiments, results
+from attnclust.book import experiments, results
 from attnclust.__main__ import main
 
 
 def test_save_load_round_trip_with_provenance(tmp_path):
     data = {"L": [25, 50], "eig": np.array([[0.05, 4.2]]), "limit": float("inf"), "label": "x"}
     path = results.save("toy", data, command="python -m attnclust experiment toy",
-                        sources=["attnclust/results.py"], directory=tmp_path)
+                        sources=["attnclust/book/results/__init__.py"], directory=tmp_path)
     stored = results.load("toy", directory=tmp_path)
     assert stored.data["eig"] == [[0.05, 4.2]] and stored.data["limit"] == float("inf")
     assert stored.command.startswith("python -m") and stored.date[:2] == "20"
@@ -33,15 +33,15 @@ def test_bad_results_files(tmp_path):
     with pytest.raises(ValueError, match="not a results file"):
         results.load("bad", directory=tmp_path)
     with pytest.raises(ValueError, match="name"):
-        results.save("../x", {}, command="c", sources=["attnclust/results.py"], directory=tmp_path)
+        results.save("../x", {}, command="c", sources=["attnclust/book/results/__init__.py"], directory=tmp_path)
     with pytest.raises(ValueError, match="no such file"):
         results.save("x", {}, command="c", sources=["nope.py"], directory=tmp_path)
     with pytest.raises(TypeError, match="JSON-like"):
-        results.save("x", {"f": object()}, command="c", sources=["attnclust/results.py"], directory=tmp_path)
+        results.save("x", {"f": object()}, command="c", sources=["attnclust/book/results/__init__.py"], directory=tmp_path)
 
 
 def test_committed_experiment_runs_from_the_command_line(tmp_path, monkeypatch, capsys):
-    @experiments.committed("toy-exp", sources=("attnclust/results.py",), description="a toy")
+    @experiments.committed("toy-exp", sources=("attnclust/book/results/__init__.py",), description="a toy")
     def toy(size="full"):
         return {"n": 3 if size == "full" else 1}
 
@@ -52,7 +52,7 @@ def test_committed_experiment_runs_from_the_command_line(tmp_path, monkeypatch, 
         stored = results.load("toy-exp", directory=tmp_path)
         assert stored.data == {"size": "small", "n": 1}
         assert stored.command == "python -m attnclust experiment toy-exp --size small"
-        assert stored.sources == ("attnclust/results.py",)  # a test's own file is not a library source
+        assert stored.sources == ("attnclust/book/results/__init__.py",)  # a test's own file is not a library source
         assert main(["experiment", "nope"]) == 2
     finally:
         experiments.COMMITTED.pop("toy-exp", None)
@@ -72,7 +72,7 @@ def test_every_committed_results_file_is_fresh():
 def test_code_of_ignores_documentation_not_code():
     """A results file stays fresh when only docstrings or comments of its sources change,
     and goes stale when the code does."""
-    from attnclust.results import code_of
+    from attnclust.book.results import code_of
 
     base = 'X = 1\n"""X: doc."""\n\n\ndef f(a):\n    """Doc."""\n    return a + X  # note\n'
     docs = 'X = 1\n"""Another doc."""\n\n\ndef f(a):\n    """Other."""\n    # a comment\n    return a + X\n'

@@ -1,10 +1,10 @@
-"""attnclust.sweeps: the training experiments' helpers (chapter "Training dynamics")."""
+"""attnclust.book.sweeps: the training experiments' helpers (chapter "Training dynamics")."""
 
 import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust import sweeps
+from attnclust.book import sweeps
 
 
 def test_scaled_lr_keeps_total_jitter():

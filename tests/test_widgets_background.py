@@ -1,4 +1,4 @@
-"""The explorers' background preparation (attnclust/widgets/_background.py): after an
+"""The explorers' background preparation (attnclust/book/widgets/_background.py): after an
 explorer's ``prepare()`` the process's objects are frozen out of the garbage collector's
 full collections (``freeze_long_lived``), which otherwise paused a slider move for most of a
 second (the widget rows of benchmarks/results.json)."""
@@ -9,7 +9,7 @@ import gc
 
 import pytest
 
-from attnclust.widgets import _background, quantization, training
+from attnclust.book.widgets import _background, quantization, training
 
 
 def test_freeze_long_lived_freezes_the_objects_the_process_holds():

@@ -6,8 +6,8 @@ callback's other tests are in tests/test_figures_theory_a.py.)"""
 import numpy as np
 import pytest
 
-from attnclust.widgets import mixture as wm
-from attnclust.widgets import slider_values, time_moves
+from attnclust.book.widgets import mixture as wm
+from attnclust.book.widgets import slider_values, time_moves
 
 
 def _data_of(fig):

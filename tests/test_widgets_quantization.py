@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import attnclust as ac
-from attnclust.widgets import quantization as wq
-from attnclust.widgets import slider_values, time_moves
-from attnclust.widgets._background import BackgroundPrepare
-from attnclust.widgets.quantization import (
+from attnclust.book.widgets import quantization as wq
+from attnclust.book.widgets import slider_values, time_moves
+from attnclust.book.widgets._background import BackgroundPrepare
+from attnclust.book.widgets.quantization import (
     DEFAULTS,
     LAM_GRID,
     draw_quantization,

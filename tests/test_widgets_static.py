@@ -1,4 +1,4 @@
-"""attnclust.widgets.static: explorers precomputed for the HTML book (frames over a grid,
+"""attnclust.book.widgets.static: explorers precomputed for the HTML book (frames over a grid,
 range inputs that switch between them); the pages themselves are checked in a browser
 (tests/browser/test_static_explorers.py)."""
 
@@ -11,7 +11,7 @@ import re
 import matplotlib.figure
 import pytest
 
-from attnclust.widgets.static import Grid, StaticExplorer, explorer, frame_png, render_frames
+from attnclust.book.widgets.static import Grid, StaticExplorer, explorer, frame_png, render_frames
 
 
 def _draw(a, b):
@@ -85,7 +85,7 @@ def test_explorer_output_is_the_widget_and_the_static_html():
 
 @pytest.mark.slow
 def test_mixture_explorer_frames_come_from_draw_mixture(monkeypatch):
-    from attnclust.widgets import mixture as wm
+    from attnclust.book.widgets import mixture as wm
 
     monkeypatch.setattr(wm, "STATIC_GRID", dict(K=(2,), r_over_sigma=(4.0,), weight=(0.5,),
                                                 d=(5,), seed=(0, 1)))
@@ -98,7 +98,7 @@ def test_mixture_explorer_frames_come_from_draw_mixture(monkeypatch):
 def test_training_explorer_frames_come_from_the_group_runs(monkeypatch):
     """The static training explorer: one frame per grid point, in grid order, each the
     figure that ``draw_training(batched=True)`` draws there (a one-group grid: cheap)."""
-    from attnclust.widgets import training as wt
+    from attnclust.book.widgets import training as wt
 
     monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
     grid = dict(lam=(1.0, 2.0), r_over_sigma=(4.0,), d=(2,), L=(20,), seed=(0,), init=("close",))

@@ -11,9 +11,9 @@ import pytest
 
 from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture
-from attnclust.widgets import slider_values, time_moves
-from attnclust.widgets import training as wt
-from attnclust.widgets._background import BackgroundPrepare
+from attnclust.book.widgets import slider_values, time_moves
+from attnclust.book.widgets import training as wt
+from attnclust.book.widgets._background import BackgroundPrepare
 
 @pytest.fixture(scope="module")
 def prepared():
@@ -208,7 +208,7 @@ def test_explorer_widget(prepared):
 
 
 def test_widgets_package_resolves_names():
-    import attnclust.widgets as W
+    import attnclust.book.widgets as W
 
     assert W.training_explorer is wt.training_explorer
     assert W.draw_training is wt.draw_training

@@ -18,7 +18,7 @@ what the HTML book shows in their place, taken from the book's own sources
   the reader edition, made from the executed book, the value itself
   (:attr:`References.glued`, :func:`glued_text`);
 - ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
-  states it (``attnclust.claims``) and shown in the HTML book; in the reader edition, the
+  states it (``attnclust.book.claims``) and shown in the HTML book; in the reader edition, the
   sentence the build glued (``claim:<id>``);
 - ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
   ``{bibliography}`` and MyST targets ``(label)=`` are dropped;

@@ -1,5 +1,5 @@
 """The explorers in the static HTML book, with no kernel and no network: every slider of
-every precomputed explorer (attnclust.widgets.static) is moved once, and the figure must
+every precomputed explorer (attnclust.book.widgets.static) is moved once, and the figure must
 change to the frame that the library draws for the new slider values (recomputed here by
 the same draw function, compared byte for byte)."""
 
@@ -23,12 +23,12 @@ MAX_PAGE_BYTES = 5_000_000
 def _draw(name):
     """The function that drew the frames of explorer ``name`` (its ``static=True`` call)."""
     if name == "mixture":
-        from attnclust.widgets.mixture import draw_mixture
+        from attnclust.book.widgets.mixture import draw_mixture
         return draw_mixture
     if name == "training":
-        from attnclust.widgets.training import draw_training
+        from attnclust.book.widgets.training import draw_training
         return functools.partial(draw_training, batched=True)  # the runs of the group calls
-    from attnclust.widgets.quantization import draw_quantization
+    from attnclust.book.widgets.quantization import draw_quantization
     return draw_quantization
 
 
@@ -52,7 +52,7 @@ _MOVE = """([name, i, k]) => {
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, book_url, built_book):
-    from attnclust.widgets.static import frame_png
+    from attnclust.book.widgets.static import frame_png
 
     html = built_book / f"{PAGES[name]}.html"
     assert html.stat().st_size <= MAX_PAGE_BYTES, f"{html.name}: {html.stat().st_size} bytes"

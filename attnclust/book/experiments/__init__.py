@@ -1,0 +1,79 @@
+"""Experiments: the computations behind the chapters' figures and claims, apart from drawing.
+
+Each module here holds the experiments of one chapter as named functions that take a size
+("small": the book's CPU budget; "full": the paper's scale, for an accelerator) and return a
+small frozen dataclass of arrays and numbers. Figures (``attnclust.book.figures``) only draw such a
+result, and chapters show what they compute by its attribute names, not by string keys.
+
+An experiment too large for the book's build is registered with ``committed``: its result is
+written, with its provenance, to ``attnclust/book/results/<name>.json`` by
+
+    python -m attnclust experiment NAME [--size full]
+
+and a chapter reads it with ``attnclust.book.results.load(NAME)``; a test fails when the file is
+stale (a source it depends on changed) or has the wrong shape.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnclust import _validate as v
+
+MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "tilt_seeds", "training", "beyond", "icq_sweeps", "digits",
+                            "icq_baselines")
+"""Modules of this package that register committed experiments (imported by ``names``)."""
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A committed experiment: ``func(size) -> dict`` of JSON data, written to
+    ``attnclust/book/results/<name>.json``; ``sources`` are the files whose change makes the file stale."""
+
+    name: str
+    func: Callable
+    sources: tuple[str, ...]
+    description: str
+
+
+COMMITTED: dict[str, Committed] = {}
+
+
+def committed(name: str, *, sources: tuple[str, ...], description: str = ""):
+    """Decorator: register ``func(size="full") -> dict`` as the committed experiment ``name``
+    (its own module is always among its sources)."""
+
+    def wrap(func):
+        from attnclust.book.results import SOURCE_ROOT
+
+        own = Path(inspect.getsourcefile(func)).resolve()
+        module = (own.relative_to(SOURCE_ROOT).as_posix(),) if own.is_relative_to(SOURCE_ROOT / "attnclust") else ()
+        srcs = tuple(dict.fromkeys((*module, *sources)))
+        COMMITTED[name] = Committed(name, func, srcs, description or (func.__doc__ or "").strip().split("\n")[0])
+        return func
+
+    return wrap
+
+
+def names() -> list[str]:
+    """The names of the committed experiments, sorted."""
+    for m in MODULES:
+        importlib.import_module(f"{__name__}.{m}")
+    return sorted(COMMITTED)
+
+
+def run(name: str, size: str = "full", directory=None):
+    """Run the committed experiment ``name`` at ``size`` and write its results file; the path."""
+    from attnclust.book import results
+
+    v.one_of("name", name, names())
+    v.one_of("size", size, ("small", "full"))
+    exp = COMMITTED[name]
+    data = exp.func(size=size)
+    command = f"python -m attnclust experiment {name} --size {size}"
+    return results.save(name, {"size": size, **data}, command=command, sources=exp.sources,
+                        directory=directory)

@@ -1,0 +1,12 @@
+"""Every figure of the book, by name, reproducible with one call.
+
+Each chapter's figures live in a module of this package (``figures.mixtures``,
+``figures.training``, ...) and are registered with ``@register``. A figure function takes
+``size`` ("small": the book's CPU scale, seconds; "full": the paper-scale setting meant for
+an accelerator) and returns a ``matplotlib.figure.Figure``. ``python -m attnclust reproduce``
+regenerates them by name.
+"""
+
+from attnclust.book.figures._registry import FIGURES, FigureSpec, make, names, register
+
+__all__ = ["FIGURES", "FigureSpec", "make", "names", "register"]

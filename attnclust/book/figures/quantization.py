@@ -1,0 +1,238 @@
+"""Figures of the chapter "In-context quantization with identity attention", and the two
+finite-L measurements they use (``finite_L_distortion``, ``identity_limit_error``).
+
+The large-L curves come from ``attnclust.symbolic`` (exact distortion by quadrature and
+its bound); the finite-L points from ``identity_attention`` on sampled prompts.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter, ScalarFormatter
+import numpy as np
+from jaxtyping import PRNGKeyArray
+from scipy import optimize
+
+from attnclust import symbolic
+from attnclust import _validate as v
+from attnclust.attention import identity_attend, identity_attention
+from attnclust.limits import identity_limit
+from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
+from attnclust.book.figures._registry import register
+
+CHAPTER = "quantization"
+DEFAULT = dict(r=2.0, sigma=0.5, d=5)
+FINITE_L = {"small": (50,), "full": (50, 200)}
+"""Prompt lengths of the finite-L points of ``distortion-lambda``, by figure size."""
+FIXED_POINT_STEPS = 300
+"""Iterations of Q_inf from mu_1 behind the circles of ``identity-fixed-points``."""
+SCALING_DIMENSIONS = {"small": (2, 5, 20), "full": (2, 5, 20, 50, 100)}
+"""Dimensions of the curves of ``distortion-scaling``, by figure size."""
+
+
+def _check_size(size: str) -> None:
+    v.one_of("size", size, ("small", "full"))
+
+
+def finite_L_distortion(
+    key: PRNGKeyArray,
+    mixture: GaussianMixture,
+    lams: np.ndarray,
+    L: int,
+    n_tokens: int = 20_000,
+) -> dict[str, np.ndarray]:
+    """Distortion of ``identity_attention`` at prompt length L: for each lam, the mean over
+    prompts of (1/L) sum_l ||Q(X)_l - mu_{c(x_l)}||^2, with its standard error over
+    prompts. The same n_tokens // L prompts serve every lam. Returns ``lam``, ``D``, ``se``."""
+    n = max(2, int(n_tokens) // int(L))
+    X, labels = sample(key, mixture, n, int(L))
+    target = mixture.centroids[labels]
+    Ds, ses = [], []
+    for lam in np.asarray(lams, float):
+        err = jnp.mean(jnp.sum((identity_attention(X, float(lam)) - target) ** 2, -1), -1)
+        err = np.asarray(err, np.float64)
+        Ds.append(err.mean())
+        ses.append(err.std(ddof=1) / np.sqrt(n))
+    return {"lam": np.asarray(lams, float), "D": np.array(Ds), "se": np.array(ses)}
+
+
+def identity_limit_error(
+    key: PRNGKeyArray,
+    mixture: GaussianMixture,
+    lam: float,
+    Ls: list[int] | np.ndarray,
+    n_queries: int = 64,
+) -> dict[str, np.ndarray]:
+    """Mean ||identity_attend(z, X) - identity_limit(z)|| over ``n_queries`` fixed query
+    tokens z, attending over one fresh prompt X of length L from the same mixture, for each
+    L: the finite-L side of the large-L proposition. Returns ``L`` and ``error``."""
+    kz, kx = jax.random.split(key)
+    Z, _ = sample(kz, mixture, 1, int(n_queries))
+    Z = Z[0]
+    lim = identity_limit(Z, mixture, lam)
+    errs = []
+    for L, k in zip(np.asarray(Ls, int), jax.random.split(kx, len(Ls))):
+        X, _ = sample(k, mixture, 1, int(L))
+        errs.append(float(jnp.mean(jnp.linalg.norm(identity_attend(Z, X[0], lam) - lim, axis=-1))))
+    return {"L": np.asarray(Ls, int), "error": np.array(errs)}
+
+
+@lru_cache(maxsize=None)
+def distortion_curve_data(size: str = "small") -> dict:
+    """D(lam) exact (large L), its bound B(lam), the noise floor d sigma^2, the best lam of
+    each (``symbolic.best_lambda_bound``) and the finite-L distortion of identity attention
+    (at the prompt lengths ``FINITE_L[size]``) for r = 2, sigma = 0.5, d = 5."""
+    _check_size(size)
+    r, sigma, d = DEFAULT["r"], DEFAULT["sigma"], DEFAULT["d"]
+    lams = np.geomspace(0.05, 4.0, 40 if size == "small" else 120)
+    mix = orthogonal_mixture(K=2, d=d, r=r, sigma=sigma)
+    lam_pts = np.geomspace(0.05, 4.0, 9 if size == "small" else 25)
+    finite = {}
+    for L in FINITE_L[size]:
+        finite[L] = finite_L_distortion(jax.random.PRNGKey(L), mix, lam_pts, L,
+                                        n_tokens=10_000 if size == "small" else 200_000)
+    return {
+        "lam": lams,
+        "exact": np.array([symbolic.distortion_exact(l, r, sigma, d) for l in lams]),
+        "bound": np.array([symbolic.distortion_bound(l, r, sigma, d) for l in lams]),
+        "noise_floor": d * sigma**2,
+        "best": symbolic.best_lambda_bound(r, sigma, d),
+        "finite": finite,
+    }
+
+
+@register("distortion-lambda", chapter=CHAPTER)
+def distortion_lambda(size: str = "small") -> plt.Figure:
+    """D(lam) at large L, its bound B(lam), the noise floor d sigma^2 and the finite-L
+    distortion of identity attention (error bars: two standard errors)."""
+    D = distortion_curve_data(size)
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    ax.plot(D["lam"], D["exact"], "-", label=r"exact $D(\lambda)$, large $L$")
+    ax.plot(D["lam"], D["bound"], "--", label=r"bound $B(\lambda)$")
+    ax.axhline(D["noise_floor"], color="gray", ls=":", label=r"noise floor $d\sigma^2$")
+    for i, (L, F) in enumerate(D["finite"].items()):
+        ax.errorbar(F["lam"], F["D"], yerr=2 * F["se"], fmt="o", ms=4, capsize=2, color=f"C{2 + i}",
+                    label=f"identity attention, $L={L}$")
+    b = D["best"]
+    ax.plot([b["lam_bound"]], [b["bound"]], "v", color="C1", ms=8)
+    ax.plot([b["lam_exact"]], [b["exact_min"]], "^", color="C0", ms=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.2, 0.5, 1, 2, 5])
+    ax.set_xlabel(r"$\lambda$")
+    ax.set_ylabel(r"distortion $E\,\|Q(z)-\mu_{c(z)}\|^2$")
+    ax.legend(frameon=False, fontsize=8, loc="upper center")
+    fig.tight_layout()
+    return fig
+
+
+@lru_cache(maxsize=None)
+def distortion_scaling_data(size: str = "small") -> dict:
+    """``symbolic.distortion_scaling`` over rho = r / sigma and d (sigma = 1): the best lam
+    of the bound and of the exact D, in units of sigma, and the distortions there."""
+    _check_size(size)
+    rhos = np.linspace(2.0, 8.0, 13 if size == "small" else 49)
+    ds = SCALING_DIMENSIONS[size]
+    rows = symbolic.distortion_scaling(rhos, ds)
+    out = {"rho": rhos, "d": np.array(ds)}
+    for k in ("lam_bound_s2", "lam_exact_s2", "lam_asym_s2", "bound_s2", "exact_min_s2",
+              "exact_at_lam_bound_s2"):
+        out[k] = np.array([row[k] for row in rows]).reshape(len(ds), len(rhos))
+    return out
+
+
+@register("distortion-scaling", chapter=CHAPTER)
+def distortion_scaling(size: str = "small") -> plt.Figure:
+    """Best lam sigma^2 (bound, exact, asymptotic formula) and the distortion there
+    (D / sigma^2, divided by d to compare with the noise floor) against r / sigma, for
+    several dimensions d."""
+    D = distortion_scaling_data(size)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for i, d in enumerate(D["d"]):
+        col = f"C{i}"
+        a.plot(D["rho"], D["lam_exact_s2"][i], "-", color=col, label=f"exact D, d={d}")
+        a.plot(D["rho"], D["lam_bound_s2"][i], "--", color=col, label=f"bound, d={d}")
+        b.plot(D["rho"], D["exact_min_s2"][i] / d, "-", color=col, label=f"exact D, d={d}")
+        b.plot(D["rho"], D["bound_s2"][i] / d, "--", color=col, label=f"bound, d={d}")
+    a.set_xlabel(r"separation $r/\sigma$")
+    a.set_ylabel(r"best $\lambda\sigma^2$")
+    a.legend(frameon=False, fontsize=7, ncol=2)
+    b.axhline(1.0, color="gray", ls=":", label="noise floor")
+    b.set_yscale("log")
+    b.set_xlabel(r"separation $r/\sigma$")
+    b.set_ylabel(r"distortion at best $\lambda$ / $(d\sigma^2)$")
+    b.legend(frameon=False, fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+@lru_cache(maxsize=None)
+def fixed_points_data(size: str = "small") -> dict:
+    """Fixed points of iterated Q_inf against lam (``symbolic.identity_fixed_points``;
+    sec-quant-fixed-points, chapters/quantization.md) for r = 2, sigma = 0.5, beside where
+    Q_inf iterated from the centroid mu_1 (``symbolic.identity_limit_float64``) ends up
+    after ``FIXED_POINT_STEPS`` steps.
+
+    Returns arrays ``lam``, ``split`` (n, 2) the fixed point reached from cluster 1's side,
+    ``merged`` (n, 2), ``iterated`` (m, 2) at the grid ``lam_iterated``, ``lam_critical``,
+    ``steps`` (the iterations) and ``lam_reach_r``, where the first coordinate of cluster 1's fixed point equals r
+    (a root of the scalar equation by ``scipy.optimize.brentq``).
+    """
+    _check_size(size)
+    r, sigma = DEFAULT["r"], DEFAULT["sigma"]
+    lam_c = 2 / (r**2 + 2 * sigma**2)
+    # a geometric grid just above lam_c resolves the square-root branch (it looks like a jump
+    # on an even grid)
+    near = lam_c * (1 + np.geomspace(1e-6, 0.5, 40 if size == "small" else 200))
+    lams = np.union1d(np.linspace(0.05, 2.5, 70 if size == "small" else 350), np.append(near, lam_c))
+    rows = [symbolic.identity_fixed_points(l, r, sigma) for l in lams]
+    lam_it = np.linspace(0.1, 2.4, 12 if size == "small" else 48)
+    mu = np.array([[r, 0.0], [0.0, r]])
+
+    def iterate(lam):
+        z = mu[0]
+        for _ in range(FIXED_POINT_STEPS):
+            z = symbolic.identity_limit_float64(z, mu, [0.5, 0.5], sigma, float(lam))
+        return z
+
+    lam_r = optimize.brentq(lambda l: symbolic.identity_fixed_points(l, r, sigma)["split"][0] - r,
+                            lam_c * (1 + 1e-9), 0.999 / sigma**2, xtol=1e-13)
+    return {"lam": lams, "split": np.array([row["split"] for row in rows]),
+            "merged": np.array([row["merged"] for row in rows]),
+            "lam_iterated": lam_it, "iterated": np.array([iterate(l) for l in lam_it]),
+            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r, "steps": FIXED_POINT_STEPS}
+
+
+@register("identity-fixed-points", chapter=CHAPTER)
+def fixed_points(size: str = "small") -> plt.Figure:
+    """The pitchfork of the fixed points of Q_inf: both coordinates of the fixed point of
+    cluster 1 against lam, the merged fixed point (dashed where unstable), the centroid's
+    coordinates r and 0, the end points of iterated Q_inf from mu_1, and the lam_r where the
+    first coordinate reaches r."""
+    D = fixed_points_data(size)
+    fig, ax = plt.subplots(figsize=(8.4, 3.8))
+    lam, lc = D["lam"], D["lam_critical"]
+    stable = lam <= lc
+    ax.plot(lam, D["split"][:, 0], "-", color="C0", label="fixed point of cluster 1: first coordinate")
+    ax.plot(lam, D["split"][:, 1], "-", color="C1", label="second coordinate")
+    ax.plot(lam[~stable], D["merged"][~stable, 0], "--", color="gray", label="merged fixed point (unstable)")
+    ax.plot(D["lam_iterated"], D["iterated"][:, 0], "o", color="C0", ms=4, mfc="none",
+            label=rf"{D['steps']} steps of $Q_\infty$ from $\mu_1$")
+    ax.plot(D["lam_iterated"], D["iterated"][:, 1], "o", color="C1", ms=4, mfc="none")
+    ax.axhline(D["r"], color="black", lw=0.8, ls=":", label=r"centroid $\mu_1 = (r, 0)$")
+    ax.axhline(0, color="black", lw=0.8, ls=":")
+    ax.axvline(lc, color="gray", lw=0.8)
+    ax.annotate(r"$\lambda_c$", (lc, ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -12))
+    ax.axvline(D["lam_reach_r"], color="C0", lw=0.8, ls="--", label=r"$\lambda_r$: the first coordinate reaches $r$")
+    ax.annotate(r"$\lambda_r$", (D["lam_reach_r"], ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -24))
+    ax.set_xlabel(r"$\lambda$")
+    ax.set_ylabel("coordinate of the fixed point")
+    ax.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return fig

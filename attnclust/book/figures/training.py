@@ -1,0 +1,281 @@
+"""Figures of the chapter "Training dynamics" (chapters/training_dynamics.md; the stationary
+points training meets are in chapters/population_risk.md: prop-gradient, prop-aligned).
+
+The figures only draw: the runs and numbers come from ``attnclust.book.experiments.training``
+(trained at ``size`` "small", the book's CPU budget, or "full", paper scale for an
+accelerator) and, for the longer budget and the finite-L landscape, from the committed
+results files read by ``attnclust.book.experiments.training.stored_long`` and
+``attnclust.book.experiments.landscape.stored``:
+
+- ``training-inits``: worst head's ``|cos|`` against the step, mean and 10-90% band over
+  seeds, for the four initialisation regimes;
+- ``training-outcomes``: how often the runs end aligned, between the centroids, or
+  elsewhere, per regime, with exact binomial intervals, at the book's budget and at the
+  committed longer one;
+- ``training-landscape``: the smallest Hessian eigenvalue of R_L against L at the split
+  point (K = 2) and the symmetric point (K = 3), with R_inf as the limit;
+- ``training-separability``: the same curves and final ``|cos|`` for several r / sigma;
+- ``training-dimension``: for several d (learning rate scaled as 1/sqrt(d));
+- ``training-k-heads``: K = 3 centroids with 3 heads, against the two large-L points;
+- ``training-tilt``: the measured final ``|cos|`` (committed runs, ``experiments.tilt_seeds``)
+  against lam, its gap to the minimiser with intervals, and against r / sigma, beside the
+  large-L tilted minimiser of ``attnclust.symbolic.tilted_minimiser``;
+- ``training-explorer``: the training explorer at its default slider values.
+"""
+
+from __future__ import annotations
+
+import matplotlib.figure
+import numpy as np
+
+from attnclust.book import sweeps
+from attnclust.book.experiments import landscape as ls
+from attnclust.book.experiments import training as tr
+from attnclust.train import INITS
+from attnclust.book.widgets.training import DEFAULTS, draw_training
+from attnclust.book.figures._registry import register
+
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+CLASS_COLOURS = ("tab:green", "tab:red", "tab:grey")
+
+
+def _band(ax, steps, values, colour, label):
+    mean, lo, hi = sweeps.mean_band(values)
+    ax.fill_between(steps, lo, hi, color=colour, alpha=0.2, linewidth=0)
+    ax.plot(steps, mean, color=colour, label=label)
+
+
+def _jitter(n: int, width: float = 0.15) -> np.ndarray:
+    return np.linspace(-width, width, n) if n > 1 else np.zeros(1)
+
+
+@register("training-inits", chapter="training_dynamics")
+def training_inits(size: str = "small") -> matplotlib.figure.Figure:
+    """Worst head's ``|cos|`` against the step for the four initialisations (mean, 10-90%
+    band, thin lines: single seeds)."""
+    runs = tr.init_regimes(size)
+    ref = tr.tilted_cos(1.0, 2.0, 0.5)
+    fig = matplotlib.figure.Figure(figsize=(10, 6.2), layout="constrained")
+    axes = fig.subplots(2, 2, sharex=True, sharey=True).ravel()
+    for ax, init, colour in zip(axes, INITS, COLOURS):
+        r = runs[init]
+        for w in r.worst:
+            ax.plot(r.steps, w, color=colour, lw=0.4, alpha=0.35)
+        _band(ax, r.steps, r.worst, colour, "mean over seeds (band: 10-90%)")
+        ax.axhline(ref, color="black", ls="--", lw=0.8, label=f"large-L minimiser {ref:.3f}")
+        ax.axhline(1 / np.sqrt(2), color="grey", ls=":", lw=0.8, label=r"$1/\sqrt{2}$ (between)")
+        ax.set_title(f"init = {init!r} ({r.seeds} seeds)", fontsize=10)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    for ax in axes[2:]:
+        ax.set_xlabel("Adam step")
+    for ax in axes[::2]:
+        ax.set_ylabel("worst head's |cos|")
+    axes[0].legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def _outcome_bars(ax, runs: dict, title: str) -> None:
+    x = np.arange(len(INITS))
+    width = 0.26
+    for j, name in enumerate(tr.CLASS_NAMES):
+        rates = [runs[i].rate(name) for i in INITS]
+        fr = np.array([r.estimate for r in rates])
+        ax.bar(x + (j - 1) * width, fr, width, color=CLASS_COLOURS[j], label=name)
+        lo, hi = np.array([r.low for r in rates]), np.array([r.high for r in rates])
+        ax.errorbar(x + (j - 1) * width, fr, yerr=[fr - lo, hi - fr], fmt="none", ecolor="black",
+                    capsize=3, lw=0.8, label="exact 95% interval" if j == 0 else None)
+    ax.set_xticks(x, [f"{i!r}" for i in INITS])
+    ax.set_xlabel("initialisation")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _budget_title(runs: dict) -> str:
+    s = next(iter(runs.values())).setting
+    return f"{s['steps']} steps, {s['seeds']} seeds"
+
+
+@register("training-outcomes", chapter="training_dynamics")
+def training_outcomes(size: str = "small") -> matplotlib.figure.Figure:
+    """Fraction of seeds ending aligned / between the centroids / elsewhere, per regime,
+    with exact 95% intervals: at ``size`` and at the committed longer budget."""
+    panels = [tr.init_regimes(size)]
+    try:
+        panels.append(tr.stored_long().inits)
+    except FileNotFoundError:
+        pass
+    fig = matplotlib.figure.Figure(figsize=(5 * len(panels) + 1, 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
+    for ax, runs in zip(axes, panels):
+        _outcome_bars(ax, runs, _budget_title(runs))
+    axes[0].set_ylabel("fraction of seeds")
+    axes[0].legend(fontsize=7, loc="upper center", ncols=2)
+    return fig
+
+
+@register("training-landscape", chapter="training_dynamics")
+def training_landscape(size: str = "small") -> matplotlib.figure.Figure:
+    """The smallest Hessian eigenvalue of R_L against L (mean and 95% interval over
+    independent samples of prompts) at the split point (K = 2) and the symmetric point
+    (K = 3), with the value for R_inf at 1/L = 0 (from the committed results file; the same
+    at both sizes)."""
+    data = ls.stored()
+    fig = matplotlib.figure.Figure(figsize=(10, 3.9), layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, land, title in zip(axes, (data.split, data.symmetric),
+                               ("split point, K = 2", "symmetric point, K = 3")):
+        x = 1.0 / np.asarray(land.Ls, float)
+        ivs = [land.interval(L) for L in land.Ls]
+        est = np.array([iv.estimate for iv in ivs])
+        ax.errorbar(x, est, yerr=[est - [iv.low for iv in ivs], [iv.high for iv in ivs] - est],
+                    fmt="o-", color="tab:blue", capsize=3, ms=4,
+                    label=f"$R_L$, {land.samples} samples per L (95% interval)")
+        ax.plot([0], [land.limit[0]], "s", color="black", ms=6, label=r"$R_\infty$ (quadrature)")
+        ax.plot([0, x.min()], [land.limit[0], est[-1]], ":", color="black", lw=0.8)
+        ax.axhline(0, color="grey", lw=0.8)
+        top = ax.secondary_xaxis("top", functions=(lambda t: 1 / np.maximum(t, 1e-9), lambda L: 1 / np.maximum(L, 1e-9)))
+        top.set_xticks([L for L in land.Ls if L in (25, 50, 100, 200, 400)])
+        top.set_xlabel("L")
+        ax.set_xlabel("1 / L")
+        ax.set_ylabel("smallest Hessian eigenvalue")
+        ax.text(0.97, 0.95, title, transform=ax.transAxes, ha="right", va="top", fontsize=9)
+        ax.set_xlim(-0.002, x.max() * 1.08)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def _sweep_figure(runs: dict, label: str, refs: dict) -> matplotlib.figure.Figure:
+    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
+    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.4, 1))
+    keys = list(runs)
+    for k, (value, colour) in enumerate(zip(keys, COLOURS)):
+        r = runs[value]
+        _band(ax_t, r.steps, r.worst, colour, f"{label} = {value:g}")
+        final = r.final_worst()
+        ax_f.scatter(k + _jitter(final.size), final, s=12, color=colour, alpha=0.8)
+        ax_f.plot([k - 0.3, k + 0.3], [refs[value]] * 2, color="black", lw=1.2,
+                  label="large-L minimiser" if k == 0 else None)
+    ax_t.set_xlabel("Adam step")
+    ax_t.set_ylabel("worst head's |cos| (mean, 10-90% band)")
+    ax_t.set_ylim(0, 1.02)
+    ax_t.grid(alpha=0.3)
+    ax_t.legend(fontsize=7, loc="lower right")
+    ax_f.set_xticks(range(len(keys)), [f"{v:g}" for v in keys])
+    ax_f.set_xlabel(label)
+    ax_f.set_ylabel("final worst |cos| per seed (tail-averaged)")
+    ax_f.set_ylim(0, 1.02)
+    ax_f.grid(alpha=0.3)
+    ax_f.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+@register("training-separability", chapter="training_dynamics")
+def training_separability(size: str = "small") -> matplotlib.figure.Figure:
+    """Training curves and final ``|cos|`` for several r / sigma (r = 2, lam = 1, small init)."""
+    runs = tr.separability(size)
+    return _sweep_figure(runs, "r / σ", {s: tr.tilted_cos(1.0, 2.0, 2.0 / s) for s in runs})
+
+
+@register("training-dimension", chapter="training_dynamics")
+def training_dimension(size: str = "small") -> matplotlib.figure.Figure:
+    """Training curves and final ``|cos|`` for several d (learning rate lr * sqrt(5 / d))."""
+    runs = tr.dimension(size)
+    ref = tr.tilted_cos(1.0, 2.0, 0.5)
+    return _sweep_figure(runs, "d", {d: ref for d in runs})
+
+
+@register("training-k-heads", chapter="training_dynamics")
+def training_k_heads(size: str = "small") -> matplotlib.figure.Figure:
+    """K = 3 orthogonal centroids, 3 heads: the worst head's ``|cos|`` per seed and the mean at
+    ``size``; the final ``|cos|`` per seed, at ``size`` and at the committed longer budget,
+    beside the symmetric point and the rotated minimiser of R_inf."""
+    r = tr.k_heads(size)
+    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
+    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.4, 1))
+    for w in r.worst:
+        ax_t.plot(r.steps, w, color="tab:purple", lw=0.4, alpha=0.4)
+    _band(ax_t, r.steps, r.worst, "tab:purple", "mean (band: 10-90%)")
+    ax_t.set_xlabel("Adam step")
+    ax_t.set_ylabel("worst head's |cos|")
+    ax_t.set_ylim(0, 1.02)
+    ax_t.grid(alpha=0.3)
+    ax_t.legend(fontsize=7, loc="lower right")
+    groups = [(f"{r.setting['steps']} steps", r)]
+    try:
+        long = tr.stored_long().k3
+        groups.append((f"{long.setting['steps']} steps", long))
+    except FileNotFoundError:
+        pass
+    for k, (label, g) in enumerate(groups):
+        w = g.final_worst()
+        ax_f.scatter(k + _jitter(w.size, 0.25), w, s=10, color=COLOURS[k], alpha=0.7)
+    try:
+        k3 = ls.stored().k3
+        for key, ls_, name in (("cos_symmetric", "--", "symmetric point"), ("cos_rotated", ":", "rotated minimiser")):
+            ax_f.axhline(min(k3[key]), color="black", ls=ls_, lw=1, label=f"R_inf {name}")
+        ax_f.legend(fontsize=7, loc="lower left")
+    except FileNotFoundError:
+        pass
+    ax_f.set_xticks(range(len(groups)), [g[0] for g in groups])
+    ax_f.set_ylabel("final worst |cos| per seed")
+    lows = np.concatenate([g.final_worst() for _, g in groups])
+    # every seed visible: the axis starts below the lowest one (at 0.9 or below)
+    ax_f.set_ylim(max(0.0, min(0.9, float(np.nanmin(lows))) - 0.02), 1.005)
+    ax_f.grid(alpha=0.3)
+    return fig
+
+
+@register("training-tilt", chapter="training_dynamics")
+def training_tilt(size: str = "small") -> matplotlib.figure.Figure:
+    """The measured tilt beside the large-L tilted minimiser: left, the final ``|cos|`` (mean
+    of the two heads) of every run of the committed tilt experiment
+    (``experiments.tilt_seeds``, the same seeds at every lam, runs started near the centroids)
+    against lam; middle, its mean over seeds less the minimiser's, with the 95% t interval;
+    right, small-start runs ending aligned against r / sigma (``size``'s budget)."""
+    from attnclust.book.experiments import tilt_seeds
+
+    t, _ = tilt_seeds.stored()
+    fig = matplotlib.figure.Figure(figsize=(12, 3.8), layout="constrained")
+    ax_l, ax_g, ax_s = fig.subplots(1, 3)
+    lams = np.asarray(t.lams)
+    ax_l.plot(lams, t.theory, "k-o", ms=4, lw=1, label="large-L tilted minimiser")
+    ax_l.scatter(np.repeat(lams, t.seeds), t.per_seed().ravel(), s=10, color="tab:blue", alpha=0.5,
+                 label=f"trained, L = {t.setting['L']} ({t.seeds} seeds per λ)")
+    ax_l.set_ylabel("|cos| with matched centroid (mean of the heads)")
+    ax_l.set_title("r / σ = 4, init near the centroids", fontsize=9)
+    ax_l.legend(fontsize=7, loc="lower right")
+    gaps = [t.gap(i) for i in range(len(lams))]
+    est = np.array([g.estimate for g in gaps])
+    ax_g.errorbar(lams, est, yerr=[est - [g.low for g in gaps], [g.high for g in gaps] - est],
+                  fmt="o", color="tab:blue", ms=4, capsize=3, label="mean over seeds, 95% t interval")
+    ax_g.axhline(0.0, color="k", lw=1, label="large-L tilted minimiser")
+    ax_g.set_ylabel("trained |cos| − minimiser's")
+    ax_g.set_title(f"L = {t.setting['L']} against L → ∞", fontsize=9)
+    ax_g.legend(fontsize=7)
+    for ax in (ax_l, ax_g):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("λ")
+        ax.grid(alpha=0.3)
+    runs = tr.separability(size)
+    seps = list(runs)
+    for k, s in enumerate(seps):
+        r = runs[s]
+        c = r.cos[r.codes == sweeps.ALIGNED].ravel()
+        ax_s.scatter(np.full(c.size, s), c, s=12, color="tab:blue", alpha=0.6,
+                     label="trained, small init, aligned runs" if k == 0 else None)
+    ax_s.plot(seps, [tr.tilted_cos(1.0, 2.0, 2.0 / s) for s in seps], "k-o", ms=4, lw=1,
+              label="large-L tilted minimiser")
+    ax_s.set_xlabel("r / σ  (r = 2)")
+    ax_s.set_title("λ = 1", fontsize=9)
+    ax_s.grid(alpha=0.3)
+    ax_s.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+@register("training-explorer", chapter="training_dynamics")
+def training_explorer_figure(size: str = "small") -> matplotlib.figure.Figure:
+    """The training explorer at its default slider values (same at both sizes)."""
+    return draw_training(**DEFAULTS)

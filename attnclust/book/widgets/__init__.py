@@ -1,0 +1,91 @@
+"""Interactive explorers for Jupyter (ipywidgets), one module per explorer:
+
+- ``widgets.mixture``: the mixture explorer (chapter "Gaussian mixtures and clustering");
+- ``widgets.training``: the training explorer (chapter "Training dynamics");
+- ``widgets.quantization``: the quantization explorer (chapter "In-context quantization
+  experiments").
+
+Each explorer's update callback is a plain library function (tested) that redraws a
+matplotlib figure from slider values; the chapters show that figure statically above the
+widget, and call every explorer with ``static=True`` so that HTML
+readers also get sliders that work without a kernel (``widgets.static``: the figure
+precomputed over a grid of the sliders' values). Names are resolved lazily from the
+submodules, so ``attnclust.book.widgets.mixture_explorer`` works without importing ipywidgets
+at package import time.
+
+Modules whose callbacks compile JAX programs have a ``prepare()`` that compiles every
+shape their sliders allow; their explorer starts it in a background thread when it opens.
+:func:`slider_values` lists the values a control can take (for the speed tests, which move
+every slider through all of them with :func:`time_moves`).
+"""
+
+import importlib
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def slider_values(control) -> tuple:
+    """Every value an ipywidgets control of the explorers can take: the options of a
+    selection slider or toggle buttons, ``min..max`` by ``step`` for an int, float or
+    log slider (a log slider's exponents are on that grid)."""
+    if hasattr(control, "options"):
+        return tuple(control.options)
+    lo, hi, step = control.min, control.max, control.step
+    if isinstance(control.value, (int, np.integer)) and not isinstance(control.value, bool):
+        return tuple(range(lo, hi + 1, step))
+    grid = lo + step * np.arange(int(round((hi - lo) / step)) + 1)
+    if hasattr(control, "base"):  # FloatLogSlider: min, max, step are exponents
+        grid = control.base ** grid
+    return tuple(float(x) for x in grid)
+
+
+def time_moves(draw: Callable, sliders: dict, defaults: dict,
+               check: Callable | None = None) -> dict[tuple[str, object], float]:
+    """Move each slider through every value it can take (:func:`slider_values`), one slider
+    at a time from ``defaults`` (the default value itself skipped), as a reader would:
+    ``draw(**{name: value})`` for each, timed. ``check(result, name, value)``, when
+    given, runs after each move, outside the timing. Returns the seconds of each move,
+    keyed by (slider name, value)."""
+    times = {}
+    for name, control in sliders.items():
+        for value in slider_values(control):
+            default = defaults[name]
+            same = value == default if isinstance(value, str) else np.isclose(value, default)
+            if same:
+                continue
+            t0 = time.perf_counter()
+            result = draw(**{name: value})
+            times[name, value] = time.perf_counter() - t0
+            if check is not None:
+                check(result, name, value)
+    return times
+
+
+def latency_report(times: dict) -> tuple[float, str]:
+    """(p95 in seconds, a one-line summary: moves, p50, p95, the slowest) of
+    :func:`time_moves`'s result."""
+    t = np.array(list(times.values()))
+    p50, p95 = np.percentile(t, [50, 95])
+    slowest = max(times, key=times.get)
+    return float(p95), (f"{t.size} moves: p50 {p50 * 1e3:.0f} ms, p95 {p95 * 1e3:.0f} ms, "
+                        f"max {t.max() * 1e3:.0f} ms at {slowest}")
+
+
+_MODULES = ("mixture", "training", "quantization")
+
+
+def __getattr__(name):
+    if name.startswith("__"):  # __all__, __path__ ...: never from a submodule
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    for module in _MODULES:
+        try:
+            mod = importlib.import_module(f"{__name__}.{module}")
+        except ModuleNotFoundError as err:
+            if err.name == f"{__name__}.{module}":
+                continue
+            raise
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
