@@ -35,9 +35,11 @@ from .mixture import (
     sample_in_context,
 )
 from .risk import empirical_risk, population_risk, population_risk_mc
+from .setting import DEFAULT, Setting
 from .train import (
     INITS,
     FitResult,
+    TrainConfig,
     draw_from_mixture,
     fit,
     fit_many,
@@ -51,6 +53,7 @@ from .train import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Setting", "DEFAULT", "TrainConfig",
     "GaussianMixture", "orthogonal_mixture", "angled_mixture", "plusminus_mixture",
     "random_orthogonal_centroids", "sample", "sample_in_context", "two_head_layer",
     "two_head_attend", "identity_attention", "identity_attend", "identity_stack",

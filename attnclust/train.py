@@ -21,11 +21,12 @@ same run either way.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +42,7 @@ from .attention import two_head_layer
 from .general_mixture import GeneralMixture, draw_stacked, stack_mixtures
 from .metrics import alignment, distortion
 from .mixture import GaussianMixture, sample
+from .setting import DEFAULT
 
 KeyLike = Union[Key[Array, ""], UInt32[ArrayLike, "2"]]
 """One PRNG key: typed (``jax.random.key``) or raw uint32 (``jax.random.PRNGKey``)."""
@@ -52,6 +54,115 @@ Draw = Callable[[Any, Any, int, int], Float[Array, "batch L d"]]
 INITS = ("small", "large", "near", "close")
 """The initialisation regimes (small random, large random, near the centroids, heads near
 each other; chapter "Training dynamics", def-training-runs)."""
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class Program(NamedTuple):
+    """What a compiled training run is specialised on (static under ``jit``): the optimiser,
+    the prompts per step, their length and the steps between records. Runs that share it
+    share one compiled program, whatever their temperatures, keys or data."""
+
+    optimizer: optax.GradientTransformation
+    batch: int
+    L: int
+    record_every: int
+
+
+@lru_cache(maxsize=None)
+def _adam(lr: float) -> optax.GradientTransformation:
+    """Adam; cached so that runs with the same learning rate reuse the compiled scan."""
+    return optax.adam(lr)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a run trains (chapter "Training dynamics", def-training-runs): validated once when
+    made, immutable and hashable (a cache key, and the static part of a compiled run).
+
+    Attributes:
+        lam: the temperature, finite and > 0; or a tuple of one per seed (a sweep of
+            ``fit_many`` in one call). Stored as a float or a tuple of floats.
+        steps: optimiser steps, an integer >= 1, a multiple of ``record_every``.
+        batch: prompts per step, an integer >= 1.
+        L: tokens per prompt, an integer >= 1.
+        lr: Adam's learning rate, finite and > 0 (unused when ``optimizer`` is given).
+        record_every: steps between records, >= 1; ``max(1, steps // 100)`` when None.
+        optimizer: an optax ``GradientTransformation``; ``optax.adam(lr)`` when None.
+
+    Raises:
+        TypeError: ``optimizer`` is not an optax ``GradientTransformation``, or a field is not
+            a number.
+        ValueError: a field outside what is allowed above (the message names it).
+    """
+
+    lam: float | tuple[float, ...] | list[float] | Float[ArrayLike, " S"] = DEFAULT.lam
+    steps: int = 2000
+    batch: int = 32
+    L: int = DEFAULT.L
+    lr: float = 1e-2
+    record_every: int | None = None
+    optimizer: optax.GradientTransformation | None = None
+
+    def __post_init__(self):
+        set_ = partial(object.__setattr__, self)
+        v.real_array("lam", self.lam)  # a real, finite array (or number) that float32 holds
+        lam = np.asarray(self.lam, dtype=np.float64)
+        if lam.ndim > 1:
+            raise ValueError(f"lam must be a scalar or one value per seed, got shape {lam.shape}")
+        lams = tuple(v.positive_finite("lam", x) for x in lam.reshape(-1))
+        if lam.ndim == 1 and not lams:
+            raise ValueError("lam must be a scalar or one value per seed, got an empty sequence")
+        set_("lam", lams[0] if lam.ndim == 0 else lams)
+        steps = v.positive_int("steps", self.steps)
+        set_("steps", steps)
+        set_("batch", v.positive_int("batch", self.batch))
+        set_("L", v.positive_int("L", self.L))
+        set_("lr", v.positive_finite("lr", self.lr))
+        every = max(1, steps // 100) if self.record_every is None else self.record_every
+        every = v.positive_int("record_every", every)
+        if steps % every:
+            raise ValueError(f"steps must be a multiple of record_every, got steps={steps}, "
+                             f"record_every={every}")
+        set_("record_every", every)
+        if self.optimizer is not None and not isinstance(self.optimizer, optax.GradientTransformation):
+            raise TypeError(f"optimizer must be an optax.GradientTransformation (e.g. optax.adam(1e-2)) "
+                            f"or None, got optimizer={self.optimizer!r}")
+
+    @classmethod
+    def of(cls, config: TrainConfig | None = None, **fields) -> TrainConfig:
+        """``config`` (the defaults when None) with the fields given as keywords and not None
+        replacing its own: how ``fit`` and its siblings turn their keywords into one
+        configuration."""
+        given = {k: x for k, x in fields.items() if x is not None}
+        if config is None:
+            return cls(**given)
+        v.instance("config", config, TrainConfig)
+        return dataclasses.replace(config, **given) if given else config
+
+    def replace(self, **changes) -> TrainConfig:
+        """This configuration with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def n_records(self) -> int:
+        """Records of a run: ``steps / record_every``."""
+        return self.steps // self.record_every
+
+    @property
+    def program(self) -> Program:
+        """The static part of the run (see :class:`Program`)."""
+        opt = _adam(self.lr) if self.optimizer is None else self.optimizer
+        return Program(opt, self.batch, self.L, self.record_every)
+
+    def lams(self, S: int) -> np.ndarray:
+        """``(S,)`` float32: the temperature of each of S seeds."""
+        if isinstance(self.lam, tuple):
+            if len(self.lam) != S:
+                raise ValueError(f"lam must be a scalar or have one value per seed (S={S}), got {len(self.lam)} values")
+            return np.asarray(self.lam, np.float32)
+        return np.full((S,), self.lam, np.float32)
 
 
 def init_theta(
@@ -218,12 +329,13 @@ def _draw_group(record_every: int, per_step: int) -> int:
     return max(g for g in range(1, record_every + 1) if record_every % g == 0 and g * per_step <= max(DRAW_FLOATS, per_step))
 
 
-def _make_run(draw, data, lam, optimizer, batch, L, record_every):
+def _make_run(draw, data, lam, program: Program):
     """A pure function (carry, record_keys (n, 2)) -> (carry, risks (n,), thetas (n, H, d)).
 
     Each step trains on ``draw(key, data, batch, L)``. Each record's key determines its
     batches, so the result does not depend on how the run is split into chunks (with or
     without a progress bar)."""
+    optimizer, batch, L, record_every = program
     step = make_step(optimizer, lam)
 
     def steps(carry, keys):
@@ -246,67 +358,39 @@ def _make_run(draw, data, lam, optimizer, batch, L, record_every):
     return run
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
-def _run_chunk(draw, data_axis, optimizer, batch, L, record_every, data, lam, carry, keys):
+@partial(jax.jit, static_argnums=(0, 1, 2))
+def _run_chunk(draw, data_axis, program, data, lam, carry, keys):
     """One chunk of records for every seed (vmapped over seeds, lam and, when
     ``data_axis`` is 0, the data); keys (S, n, 2)."""
 
     def one(data, lam, carry, key):
-        return _make_run(draw, data, lam, optimizer, batch, L, record_every)(carry, key)
+        return _make_run(draw, data, lam, program)(carry, key)
 
     return jax.vmap(one, in_axes=(data_axis, 0, 0, 0))(data, lam, carry, keys)
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _run_chunk_one(draw, optimizer, batch, L, record_every, data, lam, carry, keys):
+@partial(jax.jit, static_argnums=(0, 1))
+def _run_chunk_one(draw, program, data, lam, carry, keys):
     """``_run_chunk`` for a single seed, without the seed axis: on the CPU, XLA runs the
-    step several times slower with a leading axis of size 1 (measured 3.3 against 0.54
-    ms per default step, benchmarks/alternatives.py), so ``fit`` does not vmap."""
-    return _make_run(draw, data, lam, optimizer, batch, L, record_every)(carry, keys)
+    step several times slower with a leading axis of size 1, so ``fit`` does not vmap."""
+    return _make_run(draw, data, lam, program)(carry, keys)
 
 
-def _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data):
+def _chunk_runner(S, draw, data_axis, program, data):
     """A function (lam, carry, keys) -> (carry, risks, thetas) with a leading seed axis
     on every argument and result, run through ``_run_chunk_one`` when S = 1."""
     if S > 1 or data_axis == 0:
-        return partial(_run_chunk, draw, data_axis, optimizer, batch, L, record_every, data)
+        return partial(_run_chunk, draw, data_axis, program, data)
 
     def one(lam, carry, keys):
         squeeze = partial(jax.tree_util.tree_map, lambda x: x[0])
         expand = partial(jax.tree_util.tree_map, lambda x: x[None])
-        out = _run_chunk_one(draw, optimizer, batch, L, record_every, data, lam[0], squeeze(carry), keys[0])
-        return expand(out)
+        return expand(_run_chunk_one(draw, program, data, lam[0], squeeze(carry), keys[0]))
 
     return one
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _check_fit_args(lam, steps, batch, L, lr, optimizer, record_every, S):
-    """Validate the run's settings; returns (n_records, record_every, optimizer)."""
-    lam_arr = np.asarray(v.real_array("lam", lam))
-    if lam_arr.ndim > 1 or (lam_arr.ndim == 1 and lam_arr.shape[0] != S):
-        raise ValueError(f"lam must be a scalar or have shape (S={S},), got shape {lam_arr.shape}")
-    for value in lam_arr.reshape(-1):
-        v.positive_finite("lam", value)
-    steps = v.positive_int("steps", steps)
-    v.positive_int("batch", batch)
-    v.positive_int("L", L)
-    v.positive_finite("lr", lr)
-    if optimizer is None:
-        optimizer = _default_optimizer(float(lr))
-    elif not isinstance(optimizer, optax.GradientTransformation):
-        raise TypeError(f"optimizer must be an optax.GradientTransformation (e.g. optax.adam(1e-2)) "
-                        f"or None, got optimizer={optimizer!r}")
-    record_every = max(1, steps // 100) if record_every is None else record_every
-    record_every = v.positive_int("record_every", record_every)
-    if steps % record_every:
-        raise ValueError(
-            f"steps must be a multiple of record_every, got steps={steps}, "
-            f"record_every={record_every}"
-        )
-    return steps // record_every, record_every, optimizer
 
 
 def _check_draw(draw, data, data_axis, batch, L, shape):
@@ -328,26 +412,21 @@ def _chunk_size(n_records: int, progress: bool) -> int:
     return n_records // max(c for c in range(1, min(n_records, 20) + 1) if n_records % c == 0)
 
 
-@lru_cache(maxsize=None)
-def _default_optimizer(lr: float) -> optax.GradientTransformation:
-    """Adam; cached so that repeated runs with the same lr reuse the compiled scan."""
-    return optax.adam(lr)
-
-
 # --------------------------------------------------------------------------- entry points
 
 
 def fit(
     key: KeyLike,
     mixture: GaussianMixture,
+    config: TrainConfig | None = None,
     *,
-    lam: float = 1.0,
-    steps: int = 2000,
-    batch: int = 32,
-    L: int = 50,
+    lam: float | None = None,
+    steps: int | None = None,
+    batch: int | None = None,
+    L: int | None = None,
     init: str | Float[ArrayLike, "H d"] = "small",
     optimizer: optax.GradientTransformation | None = None,
-    lr: float = 1e-2,
+    lr: float | None = None,
     H: int | None = None,
     record_every: int | None = None,
     progress: bool = True,
@@ -362,16 +441,13 @@ def fit(
     Args:
         key: a PRNG key, typed (``jax.random.key``) or raw (``jax.random.PRNGKey``).
         mixture: the ``GaussianMixture`` the prompts come from.
-        lam: the temperature, finite and > 0.
-        steps: optimiser steps, an integer >= 1, a multiple of ``record_every``.
-        batch: prompts per step, an integer >= 1.
-        L: tokens per prompt, an integer >= 1.
+        config: how to train (:class:`TrainConfig`); its defaults when None.
+        lam, steps, batch, L, optimizer, lr, record_every: the fields of
+            :class:`TrainConfig`, given as keywords: each one given replaces ``config``'s
+            (defaults: lam 1, 2000 steps, batch 32, L = 50, Adam with lr 1e-2, a record
+            every steps // 100). ``lam`` is a scalar here (``fit_many`` takes one per seed).
         init: one of ``INITS`` (``init_theta``) or ``(H, d)`` finite initial heads.
-        optimizer: an optax ``GradientTransformation``; ``optax.adam(lr)`` when None.
-        lr: Adam's learning rate, finite and > 0 (checked, and unused when ``optimizer`` is
-            given).
         H: number of heads (K by default); must agree with an ``init`` array.
-        record_every: steps between records, >= 1; ``max(1, steps // 100)`` when None.
         progress: show a tqdm progress bar.
 
     Returns:
@@ -384,12 +460,11 @@ def fit(
         ValueError: any other argument outside what is allowed above (the message names it).
     """
     keys = v.raw_keys("key", key, batched=False)[None]
-    if np.ndim(lam) != 0:
-        raise ValueError(f"lam must be a scalar (fit_many takes one per seed), got shape {np.shape(lam)}")
-    many = fit_many(
-        keys, mixture, lam=lam, steps=steps, batch=batch, L=L, init=init, optimizer=optimizer,
-        lr=lr, H=H, record_every=record_every, progress=progress,
-    )
+    config = TrainConfig.of(config, lam=lam, steps=steps, batch=batch, L=L, optimizer=optimizer,
+                            lr=lr, record_every=record_every)
+    if isinstance(config.lam, tuple):
+        raise ValueError(f"lam must be a scalar (fit_many takes one per seed), got {len(config.lam)} values")
+    many = fit_many(keys, mixture, config, init=init, H=H, progress=progress)
     return FitResult(many.theta[0], many.steps, many.risk[0], many.thetas[0], many.theta0[0])
 
 
@@ -415,14 +490,15 @@ def _seed_sharding(n: int):
 def fit_many(
     keys: KeysLike,
     mixture: GaussianMixture,
+    config: TrainConfig | None = None,
     *,
-    lam: float | Float[ArrayLike, "S"] = 1.0,
-    steps: int = 2000,
-    batch: int = 32,
-    L: int = 50,
+    lam: float | Float[ArrayLike, "S"] | None = None,
+    steps: int | None = None,
+    batch: int | None = None,
+    L: int | None = None,
     init: str | Float[ArrayLike, "H d"] = "small",
     optimizer: optax.GradientTransformation | None = None,
-    lr: float = 1e-2,
+    lr: float | None = None,
     H: int | None = None,
     record_every: int | None = None,
     progress: bool = True,
@@ -443,7 +519,7 @@ def fit_many(
     Args:
         keys: ``(S,)`` typed keys or ``(S, 2)`` raw keys (``jax.random.split(key, S)``),
             S >= 1.
-        mixture: as in ``fit``.
+        mixture, config: as in ``fit``.
         lam: a scalar, or ``(S,)`` one temperature per seed (a sweep in one call); finite
             and > 0.
         steps, batch, L, optimizer, lr, H, record_every, progress: as in ``fit``.
@@ -469,22 +545,24 @@ def fit_many(
     else:
         theta0 = v.heads("init", init, d=mixture.d, d_from="mixture",
                          H=None if H is None else v.positive_int("H", H))
-    return _fit(run_keys, draw_from_mixture, mixture, None, theta0, lam, steps, batch, L,
-                optimizer, lr, record_every, progress)
+    config = TrainConfig.of(config, lam=lam, steps=steps, batch=batch, L=L, optimizer=optimizer,
+                            lr=lr, record_every=record_every)
+    return _fit(run_keys, draw_from_mixture, mixture, None, theta0, config, progress)
 
 
 def fit_sampler(
     keys: KeysLike,
     draw: Draw,
     data: Any,
+    config: TrainConfig | None = None,
     *,
     init: Float[ArrayLike, "*S H d"],
-    lam: float | Float[ArrayLike, "S"] = 1.0,
-    steps: int = 2000,
-    batch: int = 32,
-    L: int = 50,
+    lam: float | Float[ArrayLike, "S"] | None = None,
+    steps: int | None = None,
+    batch: int | None = None,
+    L: int | None = None,
     optimizer: optax.GradientTransformation | None = None,
-    lr: float = 1e-2,
+    lr: float | None = None,
     record_every: int | None = None,
     progress: bool = True,
     data_per_seed: bool = False,
@@ -505,7 +583,8 @@ def fit_sampler(
         data: a pytree of arrays passed to ``draw`` (None if it needs none).
         init: finite initial heads, ``(H, d)`` shared by every seed or ``(S, H, d)`` one
             per seed.
-        lam, steps, batch, L, optimizer, lr, record_every, progress: as in ``fit_many``.
+        config, lam, steps, batch, L, optimizer, lr, record_every, progress: as in
+            ``fit_many``.
         data_per_seed: every leaf of ``data`` has a leading axis of size S and seed s
             trains on its slice.
 
@@ -529,23 +608,25 @@ def fit_sampler(
             if jnp.ndim(leaf) < 1 or jnp.shape(leaf)[0] != S:
                 raise ValueError(f"with data_per_seed, every leaf of data must have a leading axis "
                                  f"of size S={S}, got a leaf of shape {jnp.shape(leaf)}")
-    return _fit(keys, draw, data, 0 if data_per_seed else None, theta0, lam, steps, batch, L,
-                optimizer, lr, record_every, progress)
+    config = TrainConfig.of(config, lam=lam, steps=steps, batch=batch, L=L, optimizer=optimizer,
+                            lr=lr, record_every=record_every)
+    return _fit(keys, draw, data, 0 if data_per_seed else None, theta0, config, progress)
 
 
 def fit_mixtures(
     key: KeyLike,
     mixtures,
+    config: TrainConfig | None = None,
     *,
     H: int | None = None,
-    lam: float = 1.0,
-    steps: int = 2000,
-    batch: int = 32,
-    L: int = 50,
+    lam: float | None = None,
+    steps: int | None = None,
+    batch: int | None = None,
+    L: int | None = None,
     init: str | Float[ArrayLike, "S H d"] = "small",
     scale: float | None = None,
     optimizer: optax.GradientTransformation | None = None,
-    lr: float = 1e-2,
+    lr: float | None = None,
     record_every: int | None = None,
     progress: bool = True,
 ) -> FitResult:
@@ -560,8 +641,8 @@ def fit_mixtures(
         key: a PRNG key, typed or raw: it gives the initial heads and the S runs' keys.
         mixtures: a non-empty sequence of S ``GaussianMixture`` or ``GeneralMixture`` of one
             dimension d.
+        config, lam, steps, batch, L, optimizer, lr, record_every, progress: as in ``fit``.
         H: number of heads, >= 1; the largest K of the mixtures by default.
-        lam, steps, batch, L, optimizer, lr, record_every, progress: as in ``fit``.
         init: "small" (every head i.i.d. N(0, scale^2), the regime "small" of ``INITS``)
             or ``(S, H, d)`` finite initial heads, one set per mixture.
         scale: the standard deviation of "small", finite and > 0; 1e-2 by default.
@@ -598,23 +679,20 @@ def fit_mixtures(
         if theta0.shape[0] != S:
             raise ValueError(f"init must have shape (S={S}, H, d), got shape {theta0.shape}")
     data = tuple(jnp.asarray(x, jnp.float32) for x in (W, M, A))
-    return fit_sampler(
-        jax.random.split(k_run, S), draw_stacked, data, init=theta0, lam=lam, steps=steps,
-        batch=batch, L=L, optimizer=optimizer, lr=lr, record_every=record_every,
-        progress=progress, data_per_seed=True,
-    )
+    config = TrainConfig.of(config, lam=lam, steps=steps, batch=batch, L=L, optimizer=optimizer,
+                            lr=lr, record_every=record_every)
+    return fit_sampler(jax.random.split(k_run, S), draw_stacked, data, config, init=theta0,
+                       progress=progress, data_per_seed=True)
 
 
-def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, lr,
-         record_every, progress) -> FitResult:
+def _fit(keys, draw, data, data_axis, theta0, config: TrainConfig, progress: bool) -> FitResult:
     """The training loop shared by every public entry point: raw seed keys ``keys`` (S, 2)."""
     S = keys.shape[0]
-    n_records, record_every, optimizer = _check_fit_args(lam, steps, batch, L, lr, optimizer,
-                                                         record_every, S)
-    _check_draw(draw, data, data_axis, batch, L, (batch, L, theta0.shape[-1]))
+    program, n_records = config.program, config.n_records
+    _check_draw(draw, data, data_axis, config.batch, config.L, (config.batch, config.L, theta0.shape[-1]))
     theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape[-2:])
-    lam = jnp.broadcast_to(jnp.asarray(lam, jnp.float32), (S,))
-    carry = (theta0, jax.vmap(optimizer.init)(theta0))
+    lam = jnp.asarray(config.lams(S))
+    carry = (theta0, jax.vmap(program.optimizer.init)(theta0))
     size = _chunk_size(n_records, progress)
     record_keys = jax.vmap(lambda k: jax.random.split(k, n_records))(keys)
     sharding = _seed_sharding(S)
@@ -622,9 +700,10 @@ def _fit(keys, draw, data, data_axis, theta0, lam, steps, batch, L, optimizer, l
         carry, record_keys, lam = jax.device_put((carry, record_keys, lam), sharding)
         if data_axis == 0:
             data = jax.device_put(data, sharding)
-    run = _chunk_runner(S, draw, data_axis, optimizer, batch, L, record_every, data)
+    run = _chunk_runner(S, draw, data_axis, program, data)
     risks, thetas = [], []
-    with tqdm(total=steps * S, desc=f"fit x{S}", unit="step",
+    record_every = config.record_every
+    with tqdm(total=config.steps * S, desc=f"fit x{S}", unit="step",
               disable=not progress or jax.process_index() != 0) as bar:
         for start in range(0, n_records, size):
             carry, r, t = run(lam, carry, record_keys[:, start : start + size])

@@ -353,3 +353,56 @@ def test_drawing_ahead_does_not_change_the_run(monkeypatch, mixture, key):
     jax.clear_caches()
     np.testing.assert_allclose(single.thetas, grouped.thetas, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(single.risk, grouped.risk, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- TrainConfig
+
+
+def test_train_config_validates_once_and_is_hashable():
+    c = ac.TrainConfig(steps=40, record_every=20, lam=[0.5, 2.0])
+    assert c.lam == (0.5, 2.0) and isinstance(c.lam, tuple)  # a per-seed sweep, hashable
+    assert c.n_records == 2 and hash(c) == hash(ac.TrainConfig(steps=40, record_every=20, lam=(0.5, 2.0)))
+    assert ac.TrainConfig(steps=250).record_every == 2  # max(1, steps // 100)
+    np.testing.assert_array_equal(c.lams(2), np.float32([0.5, 2.0]))
+    with pytest.raises(ValueError, match="one value per seed"):
+        c.lams(3)
+    with pytest.raises(Exception):
+        c.steps = 10  # frozen
+    # Adam is shared between configurations with the same lr: one compiled program
+    assert ac.TrainConfig(lr=0.02).program.optimizer is ac.TrainConfig(lr=0.02, lam=3.0).program.optimizer
+    assert ac.TrainConfig(lr=0.02).program == ac.TrainConfig(lr=0.02, lam=3.0).program
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("fields, error, name", [
+    (dict(steps=0), ValueError, "steps"), (dict(steps=2.5), ValueError, "steps"),
+    (dict(batch=-1), ValueError, "batch"), (dict(L=0), ValueError, "L"),
+    (dict(lr=float("nan")), ValueError, "lr"), (dict(lam=0.0), ValueError, "lam"),
+    (dict(lam=[[1.0]]), ValueError, "lam"), (dict(lam=[]), ValueError, "lam"),
+    (dict(lam="1"), TypeError, "lam"), (dict(steps=10, record_every=3), ValueError, "record_every"),
+    (dict(optimizer="adam"), TypeError, "optimizer"),
+])
+def test_train_config_refuses(fields, error, name):
+    with pytest.raises(error, match=name):
+        ac.TrainConfig(**fields)
+
+
+def test_train_config_of_keywords():
+    base = ac.TrainConfig(steps=40, record_every=20, lr=0.05)
+    assert ac.TrainConfig.of(base) is base
+    assert ac.TrainConfig.of(base, lr=None, L=7) == base.replace(L=7)
+    assert ac.TrainConfig.of(None, steps=40) == ac.TrainConfig(steps=40)
+    with pytest.raises(TypeError, match="config"):
+        ac.TrainConfig.of({"steps": 40})
+
+
+@pytest.mark.slow
+def test_config_and_keywords_give_the_same_run(key, mixture):
+    config = ac.TrainConfig(steps=RUN["steps"], batch=RUN["batch"], L=RUN["L"], record_every=RUN["record_every"])
+    a = ac.fit(key, mixture, config, progress=False)
+    b = ac.fit(key, mixture, **RUN)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    c = ac.fit(key, mixture, config.replace(lr=0.1), progress=False)
+    d = ac.fit(key, mixture, config, lr=0.1, progress=False)  # a keyword replaces config's field
+    np.testing.assert_array_equal(c.theta, d.theta)
+    assert not np.array_equal(a.theta, c.theta)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import jax
@@ -35,29 +35,34 @@ from jaxtyping import ArrayLike, Float
 from attnclust import _validate as v
 from attnclust.metrics import abs_cosines, alignment
 from attnclust.mixture import orthogonal_mixture
-from attnclust.train import INITS, FitResult, fit_many
+from attnclust.setting import DEFAULT, Setting
+from attnclust.train import INITS, FitResult, TrainConfig, fit_many
 
 
 @dataclass(frozen=True)
-class Budget:
-    """How much training one experiment gets: seeds per setting, Adam steps, prompts per
-    step, prompt length, learning rate, and the stride of the records."""
+class Budget(TrainConfig):
+    """How much training one experiment gets: a :class:`attnclust.TrainConfig` (Adam steps,
+    prompts per step, prompt length, learning rate, the stride of the records) and the
+    number of seeds of each setting.
 
-    seeds: int
-    steps: int
-    batch: int
-    L: int
-    lr: float
-    record_every: int
+    Attributes:
+        seeds: runs per setting, an integer >= 1.
+    """
+
+    seeds: int = 16
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "seeds", v.positive_int("seeds", self.seeds))
 
 
 BUDGETS: dict[str, Budget] = {
-    "small": Budget(seeds=16, steps=400, batch=8, L=50, lr=2e-2, record_every=4),
-    "long": Budget(seeds=32, steps=4000, batch=8, L=50, lr=2e-2, record_every=40),
-    "full": Budget(seeds=256, steps=4000, batch=32, L=50, lr=1e-2, record_every=40),
-    "test": Budget(seeds=4, steps=40, batch=4, L=50, lr=2e-2, record_every=4),
+    "small": Budget(seeds=16, steps=400, batch=8, L=DEFAULT.L, lr=2e-2, record_every=4),
+    "long": Budget(seeds=32, steps=4000, batch=8, L=DEFAULT.L, lr=2e-2, record_every=40),
+    "full": Budget(seeds=256, steps=4000, batch=32, L=DEFAULT.L, lr=1e-2, record_every=40),
+    "test": Budget(seeds=4, steps=40, batch=4, L=DEFAULT.L, lr=2e-2, record_every=4),
 }
-"""The two sizes of every training figure (see the module docstring)."""
+"""The budgets of the training experiments (see the module docstring)."""
 
 ALIGNED, BETWEEN, OTHER = 0, 1, 2
 """Codes returned by :func:`classify`."""
@@ -82,39 +87,22 @@ def scaled_lr(lr: float, d: int, d0: int = 5) -> float:
     return float(lr) * math.sqrt(d0 / d)
 
 
-def _lam_key(lam) -> float | tuple[float, ...]:
-    arr = np.asarray(lam, dtype=float)
-    return float(arr) if arr.ndim == 0 else tuple(float(x) for x in arr)
-
-
 @lru_cache(maxsize=128)
-def _run(size, K, d, r, sigma, lam, init, seed, lr, steps, seeds, L, repeat_keys) -> FitResult:
-    b = budget(size)
-    mixture = orthogonal_mixture(K=K, d=d, r=r, sigma=sigma)
+def _run(setting: Setting, config: TrainConfig, init: str, seed: int, seeds: int, repeat_keys: int) -> FitResult:
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds // repeat_keys)
     keys = np.tile(np.asarray(keys), (repeat_keys, 1))
-    lam_arg = np.asarray(lam, dtype=np.float32) if isinstance(lam, tuple) else lam
-    return fit_many(
-        keys, mixture, lam=lam_arg, steps=steps, batch=b.batch, L=L, init=init,
-        lr=lr, record_every=b.record_every, progress=False,
-    )
+    return fit_many(keys, orthogonal_mixture(**setting.mixture_args()), config, init=init, progress=False)
 
 
 def run_seeds(
     size: str = "small",
     *,
-    K: int = 2,
-    d: int = 5,
-    r: float = 2.0,
-    sigma: float = 0.5,
-    lam: float | tuple[float, ...] = 1.0,
+    setting: Setting = DEFAULT,
     init: str = "small",
     seed: int = 0,
-    lr: float | None = None,
-    steps: int | None = None,
     seeds: int | None = None,
-    L: int | None = None,
     repeat_keys: int = 1,
+    **train,
 ) -> FitResult:
     """All seeds of one setting in one ``fit_many`` call (cached per process).
 
@@ -126,30 +114,33 @@ def run_seeds(
 
     Args:
         size: the budget, a key of ``BUDGETS``.
-        K, d, r, sigma: the mixture ``orthogonal_mixture(K, d, r, sigma)``.
-        lam: the temperature, or a tuple of one per seed (a sweep in the same compiled call).
+        setting: the mixture ``orthogonal_mixture(K, d, r, sigma)`` of this setting (its
+            ``lam`` and ``L`` are not used: the temperature and the length are training
+            fields, below).
         init: the initialisation regime, one of ``INITS``.
         seed: the integer seed of the keys.
-        lr, steps, seeds, L: the budget's values when None.
+        seeds: runs, the budget's when None.
         repeat_keys: how many times the keys are repeated; divides ``seeds``.
+        **train: fields of :class:`attnclust.TrainConfig` replacing the budget's (``lam``,
+            a scalar or one per seed; ``steps``, ``L``, ``lr``, ...).
 
     Returns:
         The ``FitResult`` of ``fit_many``, with a leading seed axis S = ``seeds``.
 
     Raises:
-        ValueError: a bad ``size``, ``init``, ``lam`` length or ``repeat_keys``.
+        ValueError: a bad ``size``, ``init``, training field, ``lam`` length or
+            ``repeat_keys``.
     """
     b = budget(size)
+    v.instance("setting", setting, Setting)
     v.one_of("init", init, INITS)
-    seeds = b.seeds if seeds is None else int(seeds)
-    lam = _lam_key(lam)
-    if isinstance(lam, tuple) and len(lam) != seeds:
-        raise ValueError(f"lam must be a scalar or have one value per seed ({seeds}), got {len(lam)}")
-    if repeat_keys < 1 or seeds % repeat_keys:
-        raise ValueError(f"repeat_keys must divide seeds={seeds}, got {repeat_keys}")
-    return _run(size, int(K), int(d), float(r), float(sigma), lam, init, int(seed),
-                float(b.lr if lr is None else lr), int(b.steps if steps is None else steps), seeds,
-                int(b.L if L is None else L), int(repeat_keys))
+    seeds = b.seeds if seeds is None else v.positive_int("seeds", seeds)
+    config = TrainConfig.of(TrainConfig(**{f.name: getattr(b, f.name) for f in fields(TrainConfig)}), **train)
+    config.lams(seeds)  # one temperature per seed, or one for all
+    repeat_keys = v.positive_int("repeat_keys", repeat_keys)
+    if seeds % repeat_keys:
+        raise ValueError(f"repeat_keys must divide seeds={seeds}, got repeat_keys={repeat_keys}")
+    return _run(setting, config, init, int(seed), seeds, repeat_keys)
 
 
 def tail_average(result: FitResult, frac: float = 0.25) -> np.ndarray:

@@ -32,6 +32,7 @@ from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture
 from attnclust.book.experiments import committed
 from attnclust.book.experiments.training import LAMS_TILT, tilted_cos
+from attnclust.setting import DEFAULT
 
 __all__ = ["SIZES", "TiltSeeds", "tilt_seeds", "experiment", "stored"]
 
@@ -112,12 +113,12 @@ def tilt_seeds(budget: str = "small", seeds: int = 16, lams: tuple[float, ...] =
     b = sweeps.budget(budget)
     per_run = tuple(lam for lam in lams for _ in range(seeds))
     res = sweeps.run_seeds(budget, lam=per_run, init="near", seeds=len(per_run), repeat_keys=len(lams))
-    mix = orthogonal_mixture()
+    mix = orthogonal_mixture(**DEFAULT.mixture_args())
     cos = np.asarray(alignment(sweeps.tail_average(res), mix.centroids), np.float64)
-    setting = dict(K=2, d=5, r=2.0, sigma=0.5, init="near", budget=budget, steps=b.steps,
+    setting = dict(DEFAULT.mixture_args(), init="near", budget=budget, steps=b.steps,
                    batch=b.batch, L=b.L, lr=b.lr, seeds_per_lam=seeds)
     return TiltSeeds(setting, lams, cos.reshape(len(lams), seeds, 2),
-                     np.array([tilted_cos(lam, 2.0, 0.5) for lam in lams]))
+                     np.array([tilted_cos(lam, DEFAULT.r, DEFAULT.sigma) for lam in lams]))
 
 
 NAME = "training-tilt-seeds"

@@ -31,6 +31,7 @@ from attnclust import _validate as v
 from attnclust.book import results, sweeps
 from attnclust import stationary, stats
 from attnclust.metrics import alignment
+from attnclust.setting import DEFAULT
 from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.train import INITS, FitResult
 from attnclust.book.experiments import committed
@@ -131,9 +132,12 @@ def summarise(result: FitResult, setting: dict) -> Runs:
                 np.asarray(result.thetas, np.float64))
 
 
-def _setting(size: str, **kw) -> dict:
+def train_setting(size: str, **kw) -> dict:
+    """The setting of a training experiment at budget ``size``, as a claim records it: the
+    default mixture, ``LAM``, the small start, the budget's seeds, steps, batch, L and lr,
+    with ``kw`` replacing any of them."""
     b = sweeps.budget(size)
-    s = dict(K=2, d=5, r=2.0, sigma=0.5, lam=LAM, init="small", seeds=b.seeds, steps=b.steps,
+    s = dict(DEFAULT.mixture_args(), lam=LAM, init="small", seeds=b.seeds, steps=b.steps,
              batch=b.batch, L=b.L, lr=b.lr)
     s.update(kw)
     return s
@@ -141,9 +145,10 @@ def _setting(size: str, **kw) -> dict:
 
 @lru_cache(maxsize=None)
 def _train(size: str, **kw) -> Runs:
-    s = _setting(size, **kw)
-    res = sweeps.run_seeds(size, K=s["K"], d=s["d"], r=s["r"], sigma=s["sigma"], lam=s["lam"],
-                           init=s["init"], lr=s["lr"], steps=s["steps"], seeds=s["seeds"])
+    s = train_setting(size, **kw)
+    setting = DEFAULT.replace(K=s["K"], d=s["d"], r=s["r"], sigma=s["sigma"])
+    res = sweeps.run_seeds(size, setting=setting, lam=s["lam"], init=s["init"], lr=s["lr"],
+                           steps=s["steps"], seeds=s["seeds"])
     return summarise(res, s)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from attnclust.book import sweeps
 from attnclust import _validate as v
 from attnclust.metrics import alignment
+from attnclust.setting import DEFAULT
 from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.train import INITS, FitResult, fit
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
@@ -46,8 +47,9 @@ LENGTHS = (20, 50, 100)
 BUDGET = sweeps.budget("small")
 """The training budget of every run of the explorer (the chapter's "small" budget)."""
 N_SEEDS = BUDGET.seeds // len(LAMS)
-R = 2.0
-DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, d=5, L=50, seed=0, init="small")
+R = DEFAULT.r
+DEFAULTS = dict(lam=DEFAULT.lam, r_over_sigma=DEFAULT.r / DEFAULT.sigma, d=DEFAULT.d, L=DEFAULT.L,
+                seed=0, init="small")
 """Slider values of the static figure (the book's default setting)."""
 
 HEAD_COLOURS = ("tab:blue", "tab:orange")
@@ -91,8 +93,9 @@ def training_runs(r_over_sigma: float, d: int, L: int, init: str) -> FitResult:
     :func:`training_run`); it is the group computation that run reproduces."""
     _check(d, L, 0, init)
     lams = tuple(float(lam) for lam in LAMS for _ in range(N_SEEDS))
-    return sweeps.run_seeds("small", d=d, r=R, sigma=R / float(r_over_sigma), lam=lams,
-                            init=init, L=L, seed=SEED0, repeat_keys=len(LAMS))
+    setting = DEFAULT.replace(d=d, r=R, sigma=R / float(r_over_sigma))
+    return sweeps.run_seeds("small", setting=setting, lam=lams, init=init, L=L, seed=SEED0,
+                            repeat_keys=len(LAMS))
 
 
 def run_key(seed: int) -> jax.Array:
@@ -105,9 +108,8 @@ def _train(lam: float, r_over_sigma: float, d: int, L: int, seed: int, init: str
     """One run, trained now (uncached): ``attnclust.fit`` with the explorer's budget."""
     mixture = orthogonal_mixture(K=2, d=d, r=R, sigma=R / float(r_over_sigma))
     with _LOCKS[d, L]:
-        result = fit(run_key(seed), mixture, lam=float(lam), steps=BUDGET.steps,
-                     batch=BUDGET.batch, L=L, init=init, lr=BUDGET.lr,
-                     record_every=BUDGET.record_every, progress=False)
+        result = fit(run_key(seed), mixture, BUDGET, lam=float(lam), L=L, init=init,
+                     progress=False)
         _PREPARED.update({(d, L), (d, init)})
     return result
 
