@@ -5,17 +5,17 @@
 #   make test     make unit -> make integration -> make book -> browser checks of the built
 #                 HTML (what CI runs: every test)
 #   make unit     the library's unit and property tests (goal: 4 minutes on 2 cores from a
-#                 cold compilation cache): pytest -m "not browser and not kernel and not
-#                 subprocess and not pipeline", slow ones included, one worker per core
-#                 (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
-#   make integration  what starts other processes: Jupyter kernels (the autograder's sandboxed
-#                 grading, test books), multi-process JAX, fresh interpreters; and what runs a
-#                 chapter's experiment, figures or explorer end to end at its budget (pytest -m
-#                 "(kernel or subprocess or pipeline) and not browser"); installs Debian's
-#                 bubblewrap first if missing (the autograder's sandbox)
-#   make quick    pytest -x -m "not slow" and none of the above: the edit loop (under a
-#                 minute); skips what takes more than about 3 s a test (training at the
-#                 book's size), which make unit runs
+#                 cold compilation cache): pytest -m "not integration and not browser", slow
+#                 ones included, one worker per core (pytest-xdist; PYTEST_JOBS=0 runs them
+#                 in this process)
+#   make integration  pytest -m integration: what starts other processes (Jupyter kernels:
+#                 the autograder's sandboxed grading, test books; multi-process JAX, fresh
+#                 interpreters) and what runs a chapter's experiment, figures or explorer end
+#                 to end at its budget; installs Debian's bubblewrap first if missing (the
+#                 autograder's sandbox)
+#   make quick    make unit without the tests marked slow (pytest -x, the unmarked tests): the
+#                 edit loop (under a minute); skips what takes more than about 3 s a test
+#                 (training at the book's size), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
 #   make lab      JupyterLab with the chapters opening as notebooks (LAB_FLAGS=--no-browser ...)
 SHELL := /bin/bash
@@ -98,19 +98,20 @@ book: $(STAMP)
 PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
-# The markers (pyproject.toml) split the tests: every test is in exactly one of unit,
-# integration and browser; quick is the part of unit that is not slow.
-UNIT_TESTS        := not browser and not kernel and not subprocess and not pipeline
-INTEGRATION_TESTS := (kernel or subprocess or pipeline) and not browser
+# The markers (pyproject.toml; at most one a test, tests/conftest.py enforces it) split the
+# tests: every test is in exactly one of unit, integration and browser; quick is the part of
+# unit that is not slow (the unmarked tests).
+UNIT_TESTS  := not integration and not browser
+QUICK_TESTS := not slow and $(UNIT_TESTS)
 
 unit: $(STAMP) $(LAB_SETTINGS)
 	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(UNIT_TESTS)" $(XDIST)
 
 integration: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(INTEGRATION_TESTS)" $(XDIST)
+	$(FAST_COMPILE) $(PY) -m pytest -q -m integration $(XDIST)
 
 quick: $(STAMP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and $(UNIT_TESTS)" $(XDIST)
+	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "$(QUICK_TESTS)" $(XDIST)
 
 $(CHROMIUM):
 	@echo "Installing Debian's chromium for the browser checks (apt-get)..."

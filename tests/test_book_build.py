@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).parent / "jupyter-book"
 FLAGS = ["--builder", "html", "-W", "-n", "--keep-going"]  # as in the Makefile's book target
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+pytestmark = pytest.mark.integration
 
 PAGE = MYST_HEADER + """
 

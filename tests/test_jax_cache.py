@@ -54,8 +54,7 @@ def test_repair_removes_only_broken_entries(tmp_path):
     assert jax_cache.repair(tmp_path / "missing") == [] and jax_cache.repair(None) == []
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_truncated_entry_warns_until_repaired(tmp_path):
     """With the Makefile's settings (no size limit), a program whose entry was cut short (a
     process killed mid-write) warns in every later process; after the repair it does not."""
@@ -71,8 +70,7 @@ def test_truncated_entry_warns_until_repaired(tmp_path):
 LIMIT = "4000000000"
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_half_entry_breaks_limited_writes_until_repaired(tmp_path):
     """With a size limit set (JAX's file lock and LRU eviction on), after a ``-cache`` file
     loses its ``-atime`` compiling a new program warns; after the repair it does not."""

@@ -114,8 +114,7 @@ def test_batched_draw_is_the_group_run():
                                   group.risk[j])
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""
@@ -134,8 +133,7 @@ def test_every_slider_move_changes_the_figure(prepared):
     assert len(moves) == sum(len(slider_values(c)) - 1 for c in box.sliders.values())
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_prepare_in_background_beside_moves(prepared):
     """``prepare()`` in a thread while moves train: no error, and the moves' runs are the
     same as without it (each shape's lock makes a move wait for a compilation in
@@ -190,8 +188,7 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_explorer_widget(prepared):
     box = wt.training_explorer()
     if box.prepare_thread is not None:
