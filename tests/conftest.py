@@ -27,33 +27,19 @@ import os
 from collections import Counter
 from pathlib import Path
 
-# JAX's persistent compilation cache, as `make unit` sets it (see the Makefile): also when
-# pytest runs directly. Set before JAX is imported (JAX reads it then), inherited by the
-# subprocesses the tests start. JAX_COMPILATION_CACHE_DIR= (empty) runs without it.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "_build" / ".jax-cache"))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")  # no limit: see the Makefile
-
+# JAX's and XLA's settings (the compilation cache the book's kernels share, LLVM's
+# optimisation level 1) come from scripts/jax_env.py, their one place: set here before JAX
+# is imported (JAX reads them then), in every pytest process, and inherited by the
+# subprocesses the tests start.
+_spec = importlib.util.spec_from_file_location("jax_env", Path(__file__).resolve().parents[1] / "scripts" / "jax_env.py")
+jax_env = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jax_env)
+jax_env.configure(os.environ, fast_compile=True)
 # Truncated entries of the compilation cache (a process killed mid-write) would make every
-# later read of them warn: scripts/jax_cache.py deletes them (make unit runs it too), here
-# once per run, in pytest's main process (before xdist starts its workers, which then write).
-_spec = importlib.util.spec_from_file_location("jax_cache", Path(__file__).resolve().parents[1] / "scripts" / "jax_cache.py")
-jax_cache = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(jax_cache)
+# later read of them warn: deleted once per run, in pytest's main process (before xdist
+# starts its workers, which then write).
 if "PYTEST_XDIST_WORKER" not in os.environ:
-    jax_cache.repair(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
-
-# XLA compiles the tests' programs with LLVM's optimisation level 1 instead of its default 2:
-# on this 2-core CPU, compiling is most of a test's time, and level 1 compiles a training
-# program about 3 times faster (30.6 against 10.1 s for the explorer's d = 10, L = 100
-# program) for a run 1.6 times slower (1.13 against 0.71 s), with the same numbers (a
-# training run and a population risk were bitwise equal at both levels). Set
-# --xla_backend_optimization_level yourself in XLA_FLAGS to test at another level; the
-# subprocesses the tests start inherit it.
-_OPT_LEVEL = "--xla_backend_optimization_level"
-if _OPT_LEVEL not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_OPT_LEVEL}=1".strip()
+    jax_env.repair(os.environ)
 
 import pytest
 from jaxtyping import config as jaxtyping_config
