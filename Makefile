@@ -5,17 +5,17 @@
 #   make test     make unit -> make integration -> make book -> browser checks of the built
 #                 HTML (what CI runs: every test)
 #   make unit     the library's unit and property tests (goal: 4 minutes on 2 cores from a
-#                 cold compilation cache): pytest -m "not browser and not kernel and not
-#                 subprocess and not pipeline", slow ones included, one worker per core
-#                 (pytest-xdist; PYTEST_JOBS=0 runs them in this process)
-#   make integration  what starts other processes: Jupyter kernels (the autograder's sandboxed
-#                 grading, test books), multi-process JAX, fresh interpreters; and what runs a
-#                 chapter's experiment, figures or explorer end to end at its budget (pytest -m
-#                 "(kernel or subprocess or pipeline) and not browser"); installs Debian's
-#                 bubblewrap first if missing (the autograder's sandbox)
-#   make quick    pytest -x -m "not slow" and none of the above: the edit loop (under a
-#                 minute); skips what takes more than about 3 s a test (training at the
-#                 book's size), which make unit runs
+#                 cold compilation cache): pytest -m "not integration and not browser", slow
+#                 ones included, one worker per core (pytest-xdist; PYTEST_JOBS=0 runs them
+#                 in this process)
+#   make integration  pytest -m integration: what starts other processes (Jupyter kernels:
+#                 the autograder's sandboxed grading, test books; multi-process JAX, fresh
+#                 interpreters) and what runs a chapter's experiment, figures or explorer end
+#                 to end at its budget; installs Debian's bubblewrap first if missing (the
+#                 autograder's sandbox)
+#   make quick    make unit without the tests marked slow (pytest -x, the unmarked tests): the
+#                 edit loop (under a minute); skips what takes more than about 3 s a test
+#                 (training at the book's size), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
 #   make lab      JupyterLab with the chapters opening as notebooks (LAB_FLAGS=--no-browser ...)
 SHELL := /bin/bash
@@ -35,19 +35,16 @@ BWRAP ?= /usr/bin/bwrap
 
 .PHONY: venv lab book test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book
 
-# JAX's persistent compilation cache, shared by the unit tests (every xdist worker and the
-# subprocesses they start) and the book's kernels: a program compiled once is read back by
-# every later process instead of being compiled again (XLA compilation is most of the time
-# of a test or a chapter on this CPU). Entries are keyed on the program, the backend and
-# the JAX version, so a change to the library cannot be served a stale program.
-# `make clean` removes it; set JAX_COMPILATION_CACHE_DIR= (empty) to run without it.
-export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/.jax-cache
-export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
-export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
-# No size limit (JAX's default): with one, JAX takes a file lock and, before every write,
-# reads the last-use file of every entry to choose what to evict, which cost about 65 ms a
-# write at 2700 entries (a cold make unit writes that many; measured 2026-12-01).
-export JAX_COMPILATION_CACHE_MAX_SIZE ?= -1
+# JAX's and XLA's settings live in scripts/jax_env.py alone (why there, and what they are:
+# its docstring): the compilation cache in _build/.jax-cache that the tests, the book's
+# kernels, make lab and make bench share, and LLVM's optimisation level 1 (FAST_COMPILE) for
+# the tests, make book and make bench-book; make bench and make lab keep XLA's default.
+# The tests read them in tests/conftest.py, so the test targets pass nothing; the other
+# targets run their command through the script, which also deletes the cache's broken
+# entries first (scripts/jax_cache.py). JAX_COMPILATION_CACHE_DIR= (empty) runs without the
+# cache; an XLA_FLAGS naming --xla_backend_optimization_level keeps its level.
+JAX_ENV      := $(PY) scripts/jax_env.py
+FAST_COMPILE := $(JAX_ENV) --fast-compile
 
 # Python writes bytecode caches (__pycache__/, ignored by git) even where the environment
 # sets PYTHONDONTWRITEBYTECODE: without them every pytest process parses and rewrites the
@@ -55,17 +52,6 @@ export JAX_COMPILATION_CACHE_MAX_SIZE ?= -1
 # package again. A warm make quick took 43 s with the variable set and 35 s without
 # (2026-12-02, this 2-core machine).
 unexport PYTHONDONTWRITEBYTECODE
-
-# The tests and the book's kernels compile with LLVM's optimisation level 1 instead of XLA's
-# default 2: compiling is most of their time on this CPU, and level 1 compiles a training
-# program about 3 times faster for runs about 1.6 times slower, with the same numbers
-# (tests/conftest.py gives the measurements). make bench-book times the build with it, as
-# make book runs it; make bench (the library's speed) and make lab keep the default.
-FAST_COMPILE := XLA_FLAGS="$(strip $(XLA_FLAGS) --xla_backend_optimization_level=1)"
-# Truncated entries of that cache (a process killed mid-write) make every later read of them
-# warn on stderr, which fails the book: scripts/jax_cache.py deletes them first
-# (pytest does the same through tests/conftest.py, so the test targets need no call).
-REPAIR_CACHE = $(PY) scripts/jax_cache.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -84,13 +70,12 @@ venv: $(STAMP) $(LAB_SETTINGS)
 
 # JupyterLab on this machine, with the chapters as notebooks and the explorers working.
 lab: venv
-	$(VENV)/bin/jupyter lab $(LAB_FLAGS)
+	$(JAX_ENV) $(VENV)/bin/jupyter lab $(LAB_FLAGS)
 
 # scripts/book_cache.py clears the execution cache (and pages built from it) whenever
 # attnclust/**/*.py, requirements.txt or pyproject.toml changed since the last build.
 book: $(STAMP)
 	$(PY) scripts/book_cache.py
-	$(REPAIR_CACHE)
 	$(FAST_COMPILE) $(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 # pytest-xdist: one worker per core; --dist loadfile keeps each test file in one worker, so
@@ -98,19 +83,20 @@ book: $(STAMP)
 PYTEST_JOBS ?= auto
 XDIST        = -n $(PYTEST_JOBS) --dist loadfile
 
-# The markers (pyproject.toml) split the tests: every test is in exactly one of unit,
-# integration and browser; quick is the part of unit that is not slow.
-UNIT_TESTS        := not browser and not kernel and not subprocess and not pipeline
-INTEGRATION_TESTS := (kernel or subprocess or pipeline) and not browser
+# The markers (pyproject.toml; at most one a test, tests/conftest.py enforces it) split the
+# tests: every test is in exactly one of unit, integration and browser; quick is the part of
+# unit that is not slow (the unmarked tests).
+UNIT_TESTS  := not integration and not browser
+QUICK_TESTS := not slow and $(UNIT_TESTS)
 
 unit: $(STAMP) $(LAB_SETTINGS)
-	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(UNIT_TESTS)" $(XDIST)
+	$(PY) -m pytest -q -m "$(UNIT_TESTS)" $(XDIST)
 
 integration: $(STAMP) $(LAB_SETTINGS) $(BWRAP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -m "$(INTEGRATION_TESTS)" $(XDIST)
+	$(PY) -m pytest -q -m integration $(XDIST)
 
 quick: $(STAMP)
-	$(FAST_COMPILE) $(PY) -m pytest -q -x -m "not slow and $(UNIT_TESTS)" $(XDIST)
+	$(PY) -m pytest -q -x -m "$(QUICK_TESTS)" $(XDIST)
 
 $(CHROMIUM):
 	@echo "Installing Debian's chromium for the browser checks (apt-get)..."
@@ -129,7 +115,7 @@ sandbox-deps: $(BWRAP)
 browser-deps: $(CHROMIUM)
 
 browser: $(STAMP) $(LAB_SETTINGS) browser-deps
-	$(FAST_COMPILE) $(PY) -m pytest -q -m browser tests/browser
+	$(PY) -m pytest -q -m browser tests/browser
 
 # Sequential on purpose (also under make -j): the browser checks need the built book.
 test: $(STAMP)
@@ -149,7 +135,7 @@ clean:
 ASSIGNMENTS_OUT   ?= _build/assignments
 ASSIGNMENTS_FLAGS ?=
 assignments: $(STAMP)
-	$(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT) $(ASSIGNMENTS_FLAGS)
+	$(JAX_ENV) $(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT) $(ASSIGNMENTS_FLAGS)
 
 # Benchmarks (not part of make test): one run prints the goal table and writes
 # benchmarks/results.json, which the Performance page shows. Bench-only requirements
@@ -162,10 +148,10 @@ $(BENCH_STAMP): benchmarks/requirements.txt | $(STAMP)
 # bubblewrap: the Autograder section times grading in its sandbox
 bench: $(STAMP) $(BENCH_STAMP) $(BWRAP)
 	bash benchmarks/kernel/build.sh $(PY) || echo "benchmarks/kernel not built (g++ with OpenMP needed): its step is not timed"
-	$(PY) benchmarks/run.py
+	$(JAX_ENV) $(PY) benchmarks/run.py
 
 # Clean book build in a fresh copy of HEAD, then a cached rebuild: writes benchmarks/book.json
 # and puts it into the table of benchmarks/results.json (make bench reads it too).
 bench-book: $(STAMP)
 	$(FAST_COMPILE) $(PY) benchmarks/book.py
-	$(PY) benchmarks/run.py --refresh-book
+	$(JAX_ENV) $(PY) benchmarks/run.py --refresh-book

@@ -4,7 +4,7 @@
 The clean build runs in a fresh copy of the repository with no _build (by default the
 committed tree, ``git archive HEAD``, which is what a fresh clone builds; ``--worktree``
 copies the working tree instead), with the same command as ``make book`` (and its
-environment: ``make bench-book`` passes the Makefile's XLA_FLAGS on):
+environment: ``make bench-book`` runs this through ``scripts/jax_env.py --fast-compile``):
 ``scripts/book_cache.py`` then ``jupyter-book build . --builder html -W -n --keep-going``,
 with JAX's compilation cache in the copy (empty at the clean build, as in a fresh clone).
 The cached rebuild is the same command again in the same copy. Each time is recorded with
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def build(copy: Path, venv_bin: Path) -> dict:
     # JAX's compilation cache of the copy itself (empty for the clean build, as in a fresh
-    # clone), not the one the Makefile exports for this checkout, which the tests have filled
+    # clone), not the one scripts/jax_env.py sets for this checkout, which the tests have filled
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(copy / "_build" / ".jax-cache")}
     load_before = list(os.getloadavg())
     t0 = time.perf_counter()

@@ -9,14 +9,14 @@ on stderr, compiles it again and never replaces the entry (JAX does not overwrit
 existing key), and ``make book`` (which fails on stderr in a cell) fails on every page that
 compiles it. Entries that do not decompress are deleted here.
 
-With a size limit (``JAX_COMPILATION_CACHE_MAX_SIZE`` other than -1; the Makefile leaves
-JAX's default, no limit) JAX also keeps a ``KEY-atime`` file per entry and, before every
+With a size limit (``JAX_COMPILATION_CACHE_MAX_SIZE`` other than -1; scripts/jax_env.py
+leaves JAX's default, no limit) JAX also keeps a ``KEY-atime`` file per entry and, before every
 write, reads the ``-atime`` file of every entry to choose what to evict; a ``-cache``
 without its ``-atime`` then makes every write fail with a warning. With a limit set, such
 entries are deleted too. ``-atime`` files without their ``-cache`` are always deleted.
 
-``make book`` runs this first; tests/conftest.py calls :func:`repair` at the start of every
-pytest run (``make unit``, ``make quick``, ``make browser`` or pytest directly).
+scripts/jax_env.py calls :func:`repair` before the command it starts (``make book``, ``make
+lab``, ``make bench``), and at the start of every pytest run, through tests/conftest.py.
 
 Usage: python scripts/jax_cache.py [CACHE_DIR]   (default: $JAX_COMPILATION_CACHE_DIR)
 """

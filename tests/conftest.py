@@ -1,16 +1,23 @@
 """Shared fixtures: fixed PRNG keys and the book's default mixture.
 
 Every random test draws from a key derived here, so every run sees the same arrays.
-Test files run in the order of their number of ``slow`` tests (most first).
+Test files run in the order of their number of ``slow`` and ``integration`` tests (most
+first).
 
 The jaxtyping annotations of the library are checked in every test: jaxtyping's import
 hook decorates each function and dataclass of ``attnclust`` with
 ``jaxtyped(typechecker=beartype)`` when it is imported (``pytest_configure``, before any
 test module imports the package), so a call whose arguments or result disagree with its
-annotated types or shapes fails with a ``TypeCheckError``. Tests marked ``bad_input`` pass wrong input on
-purpose, to test the library's own ValueError/TypeError messages; the checker is switched
-off for them (the ``_typecheck`` fixture). ``ATTNCLUST_TYPECHECK=0`` runs without the hook
-(slightly faster, for a quick loop).
+annotated types or shapes fails with a ``TypeCheckError``. A test that passes wrong input on
+purpose, to test the library's own ValueError/TypeError messages, uses the fixture
+``typecheck_off`` (``@pytest.mark.usefixtures("typecheck_off")``), which switches the
+checker off while it runs. ``ATTNCLUST_TYPECHECK=0`` runs without the hook (slightly
+faster, for a quick loop).
+
+Each test carries at most one of the three markers (pyproject.toml), which put it in
+exactly one of the Makefile's targets: none (``make quick`` and ``make unit``), ``slow``
+(``make unit`` only), ``integration`` (``make integration``), ``browser`` (``make browser``;
+every test in tests/browser/ and no other). ``pytest_collection_modifyitems`` enforces it.
 """
 
 import ast
@@ -20,33 +27,19 @@ import os
 from collections import Counter
 from pathlib import Path
 
-# JAX's persistent compilation cache, as `make unit` sets it (see the Makefile): also when
-# pytest runs directly. Set before JAX is imported (JAX reads it then), inherited by the
-# subprocesses the tests start. JAX_COMPILATION_CACHE_DIR= (empty) runs without it.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(__file__).resolve().parents[1] / "_build" / ".jax-cache"))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")  # no limit: see the Makefile
-
+# JAX's and XLA's settings (the compilation cache the book's kernels share, LLVM's
+# optimisation level 1) come from scripts/jax_env.py, their one place: set here before JAX
+# is imported (JAX reads them then), in every pytest process, and inherited by the
+# subprocesses the tests start.
+_spec = importlib.util.spec_from_file_location("jax_env", Path(__file__).resolve().parents[1] / "scripts" / "jax_env.py")
+jax_env = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(jax_env)
+jax_env.configure(os.environ, fast_compile=True)
 # Truncated entries of the compilation cache (a process killed mid-write) would make every
-# later read of them warn: scripts/jax_cache.py deletes them (make unit runs it too), here
-# once per run, in pytest's main process (before xdist starts its workers, which then write).
-_spec = importlib.util.spec_from_file_location("jax_cache", Path(__file__).resolve().parents[1] / "scripts" / "jax_cache.py")
-jax_cache = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(jax_cache)
+# later read of them warn: deleted once per run, in pytest's main process (before xdist
+# starts its workers, which then write).
 if "PYTEST_XDIST_WORKER" not in os.environ:
-    jax_cache.repair(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
-
-# XLA compiles the tests' programs with LLVM's optimisation level 1 instead of its default 2:
-# on this 2-core CPU, compiling is most of a test's time, and level 1 compiles a training
-# program about 3 times faster (30.6 against 10.1 s for the explorer's d = 10, L = 100
-# program) for a run 1.6 times slower (1.13 against 0.71 s), with the same numbers (a
-# training run and a population risk were bitwise equal at both levels). Set
-# --xla_backend_optimization_level yourself in XLA_FLAGS to test at another level; the
-# subprocesses the tests start inherit it.
-_OPT_LEVEL = "--xla_backend_optimization_level"
-if _OPT_LEVEL not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_OPT_LEVEL}=1".strip()
+    jax_env.repair(os.environ)
 
 import pytest
 from jaxtyping import config as jaxtyping_config
@@ -104,13 +97,10 @@ DEFAULT = dict(K=2, d=5, r=2.0, sigma=0.5)
 chapters/population_risk.md): orthogonal centroids, separation r / sigma = 4."""
 
 
-@pytest.fixture(autouse=True)
-def _typecheck(request):
-    """Switch the type checker off for a test marked ``bad_input`` (it passes wrong types or
-    shapes on purpose, to reach the library's own errors); on for every other test."""
-    if request.node.get_closest_marker("bad_input") is None:
-        yield
-        return
+@pytest.fixture
+def typecheck_off():
+    """The type checker off while the test runs: for a test that passes wrong types or shapes
+    on purpose, to reach the library's own errors."""
     jaxtyping_config.update("jaxtyping_disable", True)
     try:
         yield
@@ -139,22 +129,38 @@ settings.register_profile("attnclust", derandomize=True, deadline=None, max_exam
 settings.load_profile("attnclust")
 
 
-INTEGRATION = ("kernel", "subprocess", "pipeline")
-"""Markers of the tests that make integration runs and make unit does not: those that start
-other processes, and those that run a chapter's experiment, figures or explorer end to end
-at its budget; each such test is also ``slow``, so that make quick never runs one."""
+MARKERS = ("slow", "integration", "browser")
+"""The markers of pyproject.toml; a test carries at most one of them."""
+BROWSER_DIR = Path(__file__).resolve().parent / "browser"
+
+
+def marker_problems(items) -> list[str]:
+    """Why tests are not each in exactly one of unit, integration and browser: a test with
+    two of the markers, a test in tests/browser/ not marked ``browser`` (make unit would run
+    it) and a test marked ``browser`` outside it (make browser, which collects tests/browser/
+    only, would not)."""
+    problems = []
+    for item in items:
+        marks = [m for m in MARKERS if item.get_closest_marker(m)]
+        in_browser_dir = BROWSER_DIR in Path(item.path).parents
+        if len(marks) > 1:
+            problems.append(f"{item.nodeid}: marked {' and '.join(marks)} (at most one of {', '.join(MARKERS)})")
+        if in_browser_dir != ("browser" in marks):
+            problems.append(f"{item.nodeid}: " + ("in tests/browser/ but not marked browser" if in_browser_dir
+                                                  else "marked browser outside tests/browser/"))
+    return problems
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files with the most ``slow`` tests first, each file's tests in their own order:
-    ``make unit`` hands whole files to its workers (pytest-xdist, ``--dist loadfile``) in
-    this order, so the long files start early rather than end the run on one worker while
-    the other idles. A test marked ``kernel``, ``subprocess`` or ``pipeline`` without ``slow``
-    is a collection error."""
-    unmarked = [item.nodeid for item in items if not item.get_closest_marker("slow")
-                and any(item.get_closest_marker(m) for m in INTEGRATION)]
-    if unmarked:
-        raise pytest.UsageError(f"marked {' or '.join(INTEGRATION)} but not slow: {unmarked}")
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    """Files with the most ``slow`` or ``integration`` tests first, each file's tests in
+    their own order: ``make unit`` and ``make integration`` hand whole files to their workers
+    (pytest-xdist, ``--dist loadfile``) in this order, so the long files start early rather
+    than end the run on one worker while the other idles. A test that breaks the rule of the
+    markers (``marker_problems``) is a collection error."""
+    problems = marker_problems(items)
+    if problems:
+        raise pytest.UsageError("test markers:\n  " + "\n  ".join(problems))
+    long = Counter(item.path for item in items
+                   if item.get_closest_marker("slow") or item.get_closest_marker("integration"))
     first = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-slow[item.path], first[item.path]))
+    items.sort(key=lambda item: (-long[item.path], first[item.path]))

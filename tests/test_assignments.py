@@ -677,8 +677,7 @@ def test_the_sandbox_binds_only_the_environment(book, tmp_path):
         sandbox.environment_paths([Path(sys.prefix) / "some" / "submissions"])
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_sandbox_is_available_here():
     """The attack suite needs the sandbox; make test installs bubblewrap. Where user
     namespaces are disabled this fails with the reason (grading would refuse there too)."""
@@ -1087,8 +1086,7 @@ def _points(rows, student) -> dict:
 ATTACK_NAMES = [a.name for a in _attacks({k: "/x" for k in ("book", "subs", "canary", "csv")})]
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ATTACK_NAMES)
 def test_each_submission_scores_what_its_honest_answers_earn(attacked, name):
     attack = next(a for a in attacked["paths"]["attacks"] if a.name == name)
@@ -1097,8 +1095,7 @@ def test_each_submission_scores_what_its_honest_answers_earn(attacked, name):
     assert _points(rows, name) == attack.expect, feedback
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_attack_run_gives_every_submission_its_rows(attacked):
     assert attacked["status"] == 0
     assert len(attacked["rows"]) == 3 * len(ATTACK_NAMES)
@@ -1106,15 +1103,13 @@ def test_attack_run_gives_every_submission_its_rows(attacked):
         "student", "exercise", "points", "max_points", "feedback"}
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_no_file_outside_the_sandboxes_changed(attacked):
     assert attacked["after"] == attacked["before"]
     assert not any(p.name != "file" for p in attacked["paths"]["canary"].iterdir())
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_no_process_outlives_grading_and_grades_stay(attacked):
     assert attacked["left"] == []
     assert attacked["paths"]["csv"].read_text() == attacked["csv_right_after"]
@@ -1127,8 +1122,7 @@ def _outputs(attacked, student: str) -> str:
                      for o in c.outputs)
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_the_sandbox_shows_nothing_of_the_grader(attacked):
     """What a submission saw: its own few processes (none of the grader's), a root with the
     environment only, uid 65534, no network, no nested user namespace, no solution."""
@@ -1149,8 +1143,7 @@ def test_the_sandbox_shows_nothing_of_the_grader(attacked):
     assert 0 < threads < Limits().processes
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_feedback_names_what_went_wrong(attacked):
     rows = attacked["rows"]
     assert rows["wrong", "ex-toy-1"]["feedback"] == "ex-toy-1: expected the derivative 4*x**3"
@@ -1170,8 +1163,7 @@ def test_feedback_names_what_went_wrong(attacked):
                for ex in FULL)
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_grading_without_a_sandbox_still_checks_outside_the_kernel(tmp_path):
     """``unsafe``: no sandbox, but the checks still cannot be fooled by the kernel."""
     book = tmp_path / "book"
@@ -1228,8 +1220,7 @@ def test_real_chapter_exercises_and_student_edition(stem):
         assert not any(ln in hidden for ln in asserts), f"{stem}: a check is not hidden"
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_real_chapter_reference_solutions_score_full_marks():
     """In the sandbox, with the checks run by the trusted checker from the chapter."""
     ch = parse_chapter(ROOT / "chapters" / f"{FASTEST_REAL}.md")

@@ -78,7 +78,7 @@ def test_accepts_jax_arrays(func, key):
         (np.full((2, 10, 3), np.nan), 2, "finite"),
     ],
 )
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_validation(func, X, K, match):
     with pytest.raises(ValueError, match=match):
         func(KEY, X, K)
@@ -86,7 +86,7 @@ def test_validation(func, X, K, match):
 
 @pytest.mark.parametrize("func", FUNCS)
 @pytest.mark.parametrize("n_init", [0, 1.5, True])
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_n_init_validation(func, n_init):
     with pytest.raises(ValueError, match="n_init"):
         func(KEY, np.zeros((1, 10, 2)), 2, n_init=n_init)
@@ -108,7 +108,7 @@ def test_prompt_results_do_not_depend_on_the_batch(func, prompts):
     np.testing.assert_array_equal(whole[:1], first)
 
 
-@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
+@pytest.mark.usefixtures("typecheck_off")  # ends with a wrong shape, for the ValueError
 @pytest.mark.slow
 def test_jax_baselines_agree_with_scikit_learn(key):
     X, lab, _ = ac.sample_in_context(key, 2, 5, 2.0, 0.6, 6, 40)

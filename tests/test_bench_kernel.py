@@ -22,7 +22,7 @@ from attnclust._numerics import rank_one_softmax_pool
 
 KERNEL = Path(__file__).resolve().parents[1] / "benchmarks" / "kernel"
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 from pathlib import Path
 
 import matplotlib.backend_bases
@@ -24,15 +25,44 @@ def run(monkeypatch):
     sys.modules.pop("run", None)
 
 
-def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypatch):
+class FakeClock:
+    """A ``perf_counter`` that stands still until a test moves it: the benchmark's timings of
+    what the test plants are then exact, whatever the load of the machine."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture()
+def clock(run, monkeypatch):
+    """The benchmark module's ``time`` with the fake clock as its ``perf_counter`` (the real
+    ``time`` module, used by everything else in the process, is left alone)."""
+    fake, fake_time = FakeClock(), types.ModuleType("time")
+    fake_time.__dict__.update(vars(time))
+    fake_time.perf_counter = fake
+    monkeypatch.setattr(run, "time", fake_time)
+    return fake
+
+
+CALLBACK_S, PNG_S = 0.05, 0.3
+"""What the planted callback and the planted PNG take on the fake clock."""
+
+
+def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, clock, monkeypatch):
     monkeypatch.setattr(run, "WIDGET_CALLBACKS",
                         (("mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("K", (3,)))),))
     drawn = []
     canvas = matplotlib.backend_bases.FigureCanvasBase
     real_print = canvas.print_figure
 
-    def slow_print(self, *args, **kwargs):  # a planted 0.3 s PNG: it must land in render_s only
-        time.sleep(0.3)
+    def slow_print(self, *args, **kwargs):  # a planted PNG of PNG_S: it must land in render_s only
+        clock.advance(PNG_S)
         drawn.append((self.figure, kwargs.get("bbox_inches")))
         return real_print(self, *args, **kwargs)
 
@@ -41,15 +71,24 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, monkeypa
 
     calls = []
     real_draw = mixture.draw_mixture
-    monkeypatch.setattr(mixture, "draw_mixture", lambda *a, **k: calls.append((a, k)) or real_draw(*a, **k))
+
+    def slow_draw(*a, **k):  # a planted callback of CALLBACK_S: it must land in move_s only
+        calls.append((a, k))
+        clock.advance(CALLBACK_S)
+        return real_draw(*a, **k)
+
+    monkeypatch.setattr(mixture, "draw_mixture", slow_draw)
     (row,) = run.bench_widgets()
     assert "error" not in row and row["move_errors"] == []
     assert row["moves"] == 3 and len(row["move_s"]) == len(row["render_s"]) == len(row["gc_s"]) == 3
-    assert all(r >= 0.3 for r in row["render_s"]) and all(t < 0.3 for t in row["move_s"])
-    assert row["wait_p95_s"] >= 0.3  # the reader waits for both
+    # each move's callback time less its PNG, and the PNG apart: the planted times, exactly
+    assert row["move_s"] == pytest.approx([CALLBACK_S] * 3)
+    assert row["render_s"] == pytest.approx([PNG_S] * 3)
+    assert row["first_call_s"] == pytest.approx(CALLBACK_S)  # opening the explorer, its PNG less
+    assert row["wait_p95_s"] == pytest.approx(CALLBACK_S + PNG_S)  # the reader waits for both
     # the explorer's own update drew into its one figure: opening it, three moves, and the
-    # two sliders set back to their defaults; each PNG as the notebook draws it
-    assert len(calls) == 6 and len({id(f) for f, _ in drawn}) == 1
+    # two sliders set back to their defaults; each PNG as the notebook draws it, once a draw
+    assert len(calls) == 6 and len(drawn) == 6 and len({id(f) for f, _ in drawn}) == 1
     assert {b for _, b in drawn} == {"tight"}
     assert [c[0][4] for c in calls[1:3]] == [1, 2]  # the seed slider's values reached the callback
 

@@ -68,7 +68,7 @@ def _one_cluster(key, p):
     return B.Output(np.zeros_like(p.labels), np.broadcast_to(p.X.mean(1, keepdims=True), p.X.shape))
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_validation():
     p = _prompts()
     km = B.Method(B.KMEANS, _one_cluster, "nothing")

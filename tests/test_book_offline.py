@@ -19,7 +19,7 @@ from attnclust.assignments import install_cell_source
 from test_book_build import ROOT, build, make_book
 from test_reader_paths import binder_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+pytestmark = pytest.mark.integration
 
 
 

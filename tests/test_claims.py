@@ -51,7 +51,7 @@ def test_the_margin_is_one_rule():
     assert claims.at_least(0.95 - 1e-9, 0.95).kind == "fails"
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_a_claim_cannot_pick_its_own_margin():
     with pytest.raises(TypeError, match="approx"):
         claims.at_least(0.94, 0.95, approx=0.02)
@@ -124,7 +124,7 @@ def test_claim_that_the_evidence_contradicts_fails():
     assert make(verdict=claims.at_least(0.94, 0.95, approx=True), expect=("holds", "approx"))
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 @pytest.mark.parametrize("kw, err", [
     (dict(setting={}), ValueError),
     (dict(evidence={}), ValueError),
@@ -198,7 +198,7 @@ def test_close_to_a_cosine_on_its_angle():
     assert claims.close_to(1.0, 0.998, tol=0.005, scale="angle").kind == "holds"
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_a_scale_is_named_not_chosen():
     with pytest.raises(ValueError, match="scale"):
         claims.at_least(0.9, 0.95, approx=True, scale="log")

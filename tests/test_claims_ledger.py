@@ -17,7 +17,7 @@ from attnclust.assignments.source import MYST_HEADER
 
 from test_book_build import ROOT, build
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel]
+pytestmark = pytest.mark.integration
 
 GOOD = MYST_HEADER + r"""
 

@@ -35,8 +35,7 @@ def test_no_quote_marker_inside_display_math():
     assert quoted, "no quoted display equation at all: the check would test nothing"
 
 
-@pytest.mark.slow
-@pytest.mark.kernel
+@pytest.mark.integration
 def test_unanswered_student_notebook_runs_and_says_not_answered(tmp_path):
     from nbclient import NotebookClient
 

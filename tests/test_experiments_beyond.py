@@ -36,7 +36,7 @@ def test_setting_runs_alignment_and_round_trip():
     assert not _runs([0.99, 0.9], inf=False).has_inf
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_bad_size():
     with pytest.raises(ValueError, match="size"):
         ex.variances("medium")

@@ -70,8 +70,7 @@ def test_committed_digits_benchmark():
         _intervals_in_order(setting["pooled"]["methods"])
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_regimes_at_test_size():
     rg = E.regimes("test")
     assert rg.ds.shape == rg.D_sure.shape == rg.self_weight_bound.shape

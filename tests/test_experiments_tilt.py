@@ -34,14 +34,13 @@ def test_statistics_over_seeds():
     assert back.lams == t.lams
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_tilt_seeds_needs_two_temperatures():
     with pytest.raises(ValueError, match="lams"):
         ts.tilt_seeds("test", 2, (1.0,))
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_small_size_runs_every_temperature_with_shared_keys():
     """The test size trains seeds x temperatures runs with the keys shared across temperatures
     (run i starts from the same heads at every temperature, the heads of a plain run_seeds

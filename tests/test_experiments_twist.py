@@ -36,7 +36,7 @@ def test_signed_twist_of_a_mirror_image_changes_sign():
     assert tw.signed_twist(mirror, sym) == pytest.approx(-12.0, abs=1e-4)
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_signed_twist_needs_three_heads():
     with pytest.raises(ValueError, match="theta"):
         tw.signed_twist(np.eye(2, 5), np.eye(2, 5))

@@ -38,8 +38,7 @@ def test_icq_plane_is_orthonormal():
     np.testing.assert_allclose(P[0], [1, 0, 0], atol=1e-12)
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_figure_draws_at_test_size():
     res = icq.results("test")
     assert np.all(res["D_bound"] >= res["D_exact"])

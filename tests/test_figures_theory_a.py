@@ -46,11 +46,11 @@ def test_registered():
 
 SLOW_FIGURES = {"preface-layers", "mixture-prompts", "clustering-vs-separation", "head-large-L"}
 """The figures that take seconds to compute at the book's size: a build of one runs its
-experiment end to end (marked slow and pipeline, so make integration builds them; the
-others build in make unit)."""
+experiment end to end (marked integration, so make integration builds them; the others
+build in make unit)."""
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=(pytest.mark.slow, pytest.mark.pipeline))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.integration)
                                   if n in SLOW_FIGURES else n for n in sorted(FIGURE_CHAPTERS)])
 def test_figure_builds_with_data(name):
     fig = make(name)

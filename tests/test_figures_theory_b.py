@@ -38,8 +38,7 @@ def test_registered():
         assert FIGURES[name].chapter == chapter
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(FIGURE_CHAPTERS))
 def test_figure_builds_with_data(name):
     fig = make(name)

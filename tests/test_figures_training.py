@@ -21,8 +21,7 @@ def test_registered_for_the_chapter():
         assert figures.FIGURES[name].chapter == "training_dynamics"
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("name", NAMES)
 def test_builds_small_with_sane_data(name):
     fig = figures.make(name, "small")
@@ -44,8 +43,7 @@ def test_builds_small_with_sane_data(name):
                 assert np.all((y >= lo) & (y <= hi)), (name, ax.get_ylabel(), y.min(), lo)
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_outcomes_at_the_books_budget():
     runs = tr.init_regimes("small")
     for r in runs.values():
@@ -57,8 +55,7 @@ def test_outcomes_at_the_books_budget():
     assert runs["close"].count("between") > runs["small"].count("between")
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_tilt_matches_large_L_minimiser():
     t = tr.tilt("small")
     assert np.all(np.abs(t.measured - t.theory) < 0.01)

@@ -8,7 +8,7 @@ import attnclust as ac
 from attnclust import general_mixture as G
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_general_mixture_validation():
     with pytest.raises(ValueError, match="weights"):
         G.GeneralMixture([0.5, 0.6], np.eye(2, 3), np.stack([np.eye(3)] * 2))

@@ -59,7 +59,7 @@ def test_crossing_difference_of_two_points():
     assert ic.crossing_difference(a, a2).contains(0.0)
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_no_sign_change_is_an_error():
     la = _landscape([0.1 + 1.0 / L for L in LS], limit=0.1)
     with pytest.raises(ValueError, match="sign"):

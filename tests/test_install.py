@@ -45,8 +45,7 @@ def _run(*cmd, cwd, timeout=900) -> subprocess.CompletedProcess:
     return out
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_pip_install_outside_a_clone(tmp_path):
     # a copy of the committed tree (no .venv, no build outputs) installed as a user would
     src = tmp_path / "src"

@@ -29,7 +29,7 @@ print(sum("persistent compilation cache" in str(w.message) for w in caught))
 
 
 def _compile(cache, salt, max_size="-1"):
-    """Run COMPILE with the Makefile's cache settings (no size limit unless ``max_size``)."""
+    """Run COMPILE with the cache settings of scripts/jax_env.py (no size limit unless ``max_size``)."""
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu",
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
@@ -44,7 +44,7 @@ def test_repair_removes_only_broken_entries(tmp_path):
     for name, data in (("a-cache", good), ("a-atime", b"t"), ("b-cache", good), ("c-atime", b"t"),
                        ("d-cache", good[:-3]), ("other.txt", b"x")):
         (tmp_path / name).write_bytes(data)
-    # no size limit (the Makefile's setting): a -cache needs no -atime, but must decompress
+    # no size limit (scripts/jax_env.py's setting): a -cache needs no -atime, but must decompress
     assert jax_cache.repair(tmp_path, size_limited=False) == ["c", "d"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-atime", "a-cache", "b-cache", "other.txt"]
     # with a size limit every -cache needs its -atime too
@@ -54,10 +54,9 @@ def test_repair_removes_only_broken_entries(tmp_path):
     assert jax_cache.repair(tmp_path / "missing") == [] and jax_cache.repair(None) == []
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_truncated_entry_warns_until_repaired(tmp_path):
-    """With the Makefile's settings (no size limit), a program whose entry was cut short (a
+    """With scripts/jax_env.py's settings (no size limit), a program whose entry was cut short (a
     process killed mid-write) warns in every later process; after the repair it does not."""
     assert _compile(tmp_path, 1.0) == 0
     (entry,) = tmp_path.glob("jit__lambda*-cache")
@@ -71,8 +70,7 @@ def test_truncated_entry_warns_until_repaired(tmp_path):
 LIMIT = "4000000000"
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_half_entry_breaks_limited_writes_until_repaired(tmp_path):
     """With a size limit set (JAX's file lock and LRU eviction on), after a ``-cache`` file
     loses its ``-atime`` compiling a new program warns; after the repair it does not."""

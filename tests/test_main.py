@@ -127,8 +127,7 @@ def _run_without_extras(*argv: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_module_entry_point_lists_real_registry():
     """``python -m attnclust reproduce --list`` in a fresh process (imports the figure
     modules, draws nothing)."""
@@ -139,8 +138,7 @@ def test_module_entry_point_lists_real_registry():
         assert name in out.stdout
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_reproduce_without_figures_extra_names_it():
     """With the science core alone (no matplotlib), ``reproduce`` exits 1 with one line
     naming the extra to install, and no traceback."""
@@ -150,8 +148,7 @@ def test_reproduce_without_figures_extra_names_it():
     assert len(lines) == 1 and "pip install 'attnclust[figures]'" in lines[0], out.stderr
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_assignments_without_extra_in_a_fresh_process():
     """Without the [assignments] extra, ``assignments build`` exits 1 with one line naming
     the extra, and no traceback: nothing on the way imports the extra first."""
@@ -241,8 +238,7 @@ def test_import_graph_is_acyclic():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_module_imports_in_a_fresh_interpreter():
     """Each module of the package imports, in reverse order of name (subpackages' modules
     before their packages are used), in one fresh interpreter with the full environment."""

@@ -39,7 +39,7 @@ def test_alignment_batches_and_more_heads_than_centroids(key):
 
 
 @pytest.mark.slow
-@pytest.mark.bad_input  # ends with labels of different shapes, for the ValueError
+@pytest.mark.usefixtures("typecheck_off")  # ends with labels of different shapes, for the ValueError
 def test_head_assignments_and_adjusted_rand(key, mixture):
     X, labels = ac.sample(key, mixture, 3, 200)
     perfect = ac.head_assignments(mixture.centroids[::-1], X)  # names swapped on purpose

@@ -63,7 +63,7 @@ def test_vmap_over_a_stack_of_mixtures_with_an_axes_prefix():
     np.testing.assert_allclose(g(stack), [1.5, 1.5, 1.5])
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_axes_prefix_takes_ints_or_none():
     with pytest.raises(TypeError, match="axis"):
         ac.GaussianMixture.axes(0, "0", None)

@@ -25,7 +25,7 @@ def test_save_load_round_trip_with_provenance(tmp_path):
     assert results.load("toy", directory=tmp_path).stale
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_bad_results_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="experiment missing"):
         results.load("missing", directory=tmp_path)

@@ -45,7 +45,7 @@ def test_value_grad_hess_matches_library(mix):
     assert np.allclose((gp - gm).ravel() / (2 * eps), h @ u.ravel(), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_value_grad_hess_validates(mix):
     with pytest.raises(ValueError, match="theta"):
         st.value_grad_hess(np.zeros(5), mix, LAM)
@@ -147,7 +147,7 @@ def test_loglog_slope():
 
 
 @pytest.mark.slow
-@pytest.mark.bad_input  # ends with a wrong shape, for the ValueError
+@pytest.mark.usefixtures("typecheck_off")  # ends with a wrong shape, for the ValueError
 def test_large_L_minimiser_reproduces_symbolic_tilt(mixture):
     th, risk = stationary.large_L_minimiser(np.array([[1.0, 0.1, 0, 0, 0], [0.1, 1.0, 0, 0, 0]]), mixture, 1.0)
     assert risk == pytest.approx(0.8949, abs=2e-3)
@@ -222,7 +222,7 @@ def test_empirical_stationary_unrestricted_converges():
     np.testing.assert_allclose(p.eigenvalues, np.linalg.eigvalsh(hess), atol=1e-4)
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_empirical_bad_input():
     X = np.random.default_rng(0).normal(size=(4, 5, 5))
     theta = np.eye(2, 5)

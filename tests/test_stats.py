@@ -19,7 +19,7 @@ def test_binomial_interval_is_clopper_pearson():
     assert stats.binomial_interval(0, 16).low == 0 and stats.binomial_interval(16, 16).high == 1
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 @pytest.mark.parametrize("k, n", [(17, 16), (-1, 16), (1, 0), (1.5, 4)])
 def test_binomial_interval_bad_counts(k, n):
     with pytest.raises(ValueError):
@@ -66,7 +66,7 @@ def test_paired_difference_with_few_distinct_values_is_finite():
     assert (pd.wins, pd.losses) == (2, 0)
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_paired_difference_bad_input():
     with pytest.raises(ValueError, match="same prompts"):
         stats.paired_difference([1.0, 2.0], [1.0, 2.0, 3.0])
@@ -103,7 +103,7 @@ def test_percentile_interval_within_the_draws(xs):
     assert x.min() - 1e-12 <= iv.low <= iv.high <= x.max() + 1e-12
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 @pytest.mark.parametrize("x, kw", [([1.0], {}), ([[1.0, 2.0]], {}), ([1.0, np.nan], {}), ([1.0, 2.0], {"n_resamples": 0})])
 def test_percentile_interval_bad_input(x, kw):
     with pytest.raises(ValueError):
@@ -123,7 +123,7 @@ def test_rate_difference_is_newcombes_hybrid_score(counts, low, high):
     assert d.n == n1 + n2 and d.method == "Newcombe hybrid score"
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_rate_difference_bad_counts():
     with pytest.raises(ValueError, match="k2"):
         stats.rate_difference(1, 2, 3, 2)

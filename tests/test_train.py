@@ -188,13 +188,13 @@ def _bad_sampler(key, data, batch, L):
         (dict(steps=10, record_every=3), ValueError, "record_every"),
     ],
 )
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_fit_refuses(key, mixture, kwargs, error, name):
     with pytest.raises(error, match=name):
         ac.fit(key, mixture, **{"steps": 20, "progress": False, **kwargs})
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_fit_refuses_bad_keys_and_mixtures(key, mixture):
     with pytest.raises(TypeError, match="mixture"):
         ac.fit(key, None)
@@ -240,8 +240,7 @@ def test_fit_sampler_and_fit_mixtures_refuse(key, mixture):
         train.fit_mixtures(key, [mixture, ac.orthogonal_mixture(d=3)])
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_default_setting_aligns_most_seeds(mixture):
     """The book's default setting (chapter "Training dynamics"): d=5, K=2, L=50, r=2,
     sigma=0.5, lam=1, 8 seeds.
@@ -290,8 +289,7 @@ def _run_with_devices(n):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_fit_many_over_two_processes_matches_one():
     """Two processes of 2 CPU devices each, joined by jax.distributed (as two hosts would
     be): the 8 seeds are sharded over the 4 devices and every process gets all results,
@@ -312,8 +310,7 @@ def test_fit_many_over_two_processes_matches_one():
         np.testing.assert_allclose(got["risk"], one["risk"], rtol=1e-5)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_fit_many_sharded_over_four_devices_matches_one():
     """Seeds (and their lam) sharded over 4 CPU devices give the results of one device."""
     one, four = _run_with_devices(1), _run_with_devices(4)
@@ -322,8 +319,7 @@ def test_fit_many_sharded_over_four_devices_matches_one():
     np.testing.assert_allclose(four["risk"], one["risk"], rtol=1e-5)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_seed_sharding_is_used_with_several_devices():
     code = "import jax; from attnclust.train import _seed_sharding; s = _seed_sharding(8); print(s is not None and len(s.device_set))"
     env = _with_devices(4)
@@ -373,7 +369,7 @@ def test_train_config_validates_once_and_is_hashable():
     assert ac.TrainConfig(lr=0.02).program == ac.TrainConfig(lr=0.02, lam=3.0).program
 
 
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 @pytest.mark.parametrize("fields, error, name", [
     (dict(steps=0), ValueError, "steps"), (dict(steps=2.5), ValueError, "steps"),
     (dict(batch=-1), ValueError, "batch"), (dict(L=0), ValueError, "L"),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import attnclust as ac
 
-pytestmark = pytest.mark.bad_input  # every test passes bad input on purpose: the checker is off
+pytestmark = pytest.mark.usefixtures("typecheck_off")  # every test passes bad input on purpose: the checker is off
 
 NAN, INF = float("nan"), float("inf")
 MIX = ac.orthogonal_mixture(K=2, d=3, r=2.0, sigma=0.5)

@@ -93,7 +93,7 @@ def test_same_noise_across_separations_and_lengths():
 
 @pytest.mark.parametrize("bad", [dict(lam=0.0), dict(lam=float("nan")), dict(r_over_sigma=-1.0),
                                  dict(K=1), dict(K=5), dict(L=1), dict(seed=-1), dict(K=2.5)])
-@pytest.mark.bad_input
+@pytest.mark.usefixtures("typecheck_off")
 def test_validation(bad):
     with pytest.raises(ValueError):
         draw_quantization(**{**DEFAULTS, **bad})
@@ -108,8 +108,7 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_explorer_builds(prepared):
     w = quantization_explorer()
     assert w.children  # sliders and the output area
@@ -127,8 +126,7 @@ def _data_of(fig):
     return np.concatenate(parts)
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults, after ``prepare()``: every move changes the figure's data."""

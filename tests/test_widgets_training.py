@@ -114,8 +114,7 @@ def test_batched_draw_is_the_group_run():
                                   group.risk[j])
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_every_slider_move_changes_the_figure(prepared):
     """Each slider of the explorer through every value of its grid, one slider at a time
     from the defaults (each move a new run, trained on demand), after ``prepare()``."""
@@ -134,8 +133,7 @@ def test_every_slider_move_changes_the_figure(prepared):
     assert len(moves) == sum(len(slider_values(c)) - 1 for c in box.sliders.values())
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_prepare_in_background_beside_moves(prepared):
     """``prepare()`` in a thread while moves train: no error, and the moves' runs are the
     same as without it (each shape's lock makes a move wait for a compilation in
@@ -169,14 +167,13 @@ def test_background_prepare_stops_and_can_be_disabled(monkeypatch):
     stop.set()
     wt.prepare(stop=stop)  # returns before its first run
     # at interpreter exit (or any stop) during the start delay, the thread ends without work:
-    # _finish (what atexit runs) returns at once instead of after the 600 s delay. The join
-    # timeout only keeps a broken stop from hanging the test for those 600 s.
-    waiting = BackgroundPrepare(no_training, "test-delay", delay_s=600)
+    # _finish (what atexit runs) sets stop and joins the thread, which returns from its delay
+    # at once. Were the stop broken, the join would last the 60 s delay, and the thread would
+    # then train: no_training's error fails the test (whatever the load, no time is asserted).
+    waiting = BackgroundPrepare(no_training, "test-delay", delay_s=60)
     thread = waiting.start()
-    finisher = threading.Thread(target=waiting._finish, daemon=True)
-    finisher.start()
-    finisher.join(timeout=60)
-    assert not finisher.is_alive() and not thread.is_alive() and waiting.error is None
+    waiting._finish()
+    assert waiting.stop.is_set() and not thread.is_alive() and waiting.error is None
     monkeypatch.setenv("ATTNCLUST_WIDGETS_NO_PREPARE", "1")
     assert BackgroundPrepare(lambda **_: None, "x").start() is None
 
@@ -191,8 +188,7 @@ def test_static_figure_does_not_prepare(monkeypatch):
     assert calls == []
 
 
-@pytest.mark.pipeline
-@pytest.mark.slow
+@pytest.mark.integration
 def test_explorer_widget(prepared):
     box = wt.training_explorer()
     if box.prepare_thread is not None:

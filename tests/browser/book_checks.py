@@ -37,6 +37,9 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTNCLUST_CHROMIUM", "/usr/bin/chromium")
 MATHJAX_CDN = re.compile(r"^https?://cdn\.jsdelivr\.net/npm/mathjax@3[^/]*/es5/([^?#]+)")
 SOURCE_SUFFIXES = (".md", ".ipynb", ".rst")
+# How long a check waits for what a page must do (load, typeset, open a dropdown) before it
+# reports that the page did not: bounds against a hang, far beyond what a loaded machine
+# takes, never a check of speed.
 PAGE_TIMEOUT_MS = 30_000
 MATH_TIMEOUT_MS = 20_000
 IMAGE_TIMEOUT_MS = 10_000
@@ -641,7 +644,7 @@ def check_dropdowns(page) -> list[str]:
         button.scroll_into_view_if_needed()
         button.click()
         try:
-            body.wait_for(state="visible", timeout=3000)
+            body.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
         except Exception:
             problems.append(f"dropdown {title!r}: content not visible after a click")
     details = page.locator("article details")
@@ -651,8 +654,7 @@ def check_dropdowns(page) -> list[str]:
         title = summary.inner_text().strip()[:60] if summary.count() else "?"
         if d.get_attribute("open") is None and summary.count():
             summary.scroll_into_view_if_needed()
-            summary.click()
-            page.wait_for_timeout(100)
+            summary.click()  # the click sets ``open`` as it is handled: nothing to wait for
             if d.get_attribute("open") is None:
                 problems.append(f"dropdown (details) {title!r}: does not open on click")
     return problems

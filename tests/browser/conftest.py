@@ -1,6 +1,7 @@
 """Fixtures for the browser checks: a local server for _build/html and headless chromium.
 
-Every test module here sets `pytestmark = pytest.mark.browser` (pytest -m browser; `make browser`).
+Every test module here sets `pytestmark = pytest.mark.browser` (pytest -m browser; `make browser`);
+tests/conftest.py fails the collection of a test here without it.
 """
 
 from __future__ import annotations

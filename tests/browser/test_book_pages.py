@@ -31,7 +31,7 @@ def test_page(docname, book_context, book_url, built_book):
 def test_index_redirects_to_root(book_context, book_url):
     page, visit = book_checks.open_page(book_context, book_url)
     try:
-        page.wait_for_url(f"{book_url}{DOCNAMES[0]}.html", timeout=10_000)
+        page.wait_for_url(f"{book_url}{DOCNAMES[0]}.html", timeout=book_checks.PAGE_TIMEOUT_MS)
     finally:
         page.close()
     assert not book_checks.check_load(visit)
