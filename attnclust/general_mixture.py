@@ -22,6 +22,7 @@ from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from . import _validate as v
 from .mixture import GaussianMixture
+from .setting import DEFAULT
 
 __all__ = [
     "GeneralMixture",
@@ -95,7 +96,7 @@ class GeneralMixture:
 
 
 def per_component_sigma_mixture(
-    sigmas, r: float = 2.0, d: int = 5, weights=None
+    sigmas, r: float = DEFAULT.r, d: int = DEFAULT.d, weights=None
 ) -> GeneralMixture:
     """Orthogonal centroids r e_c with one isotropic noise level per component:
     component c is N(r e_c, sigmas[c]^2 I_d) (unequal variances)."""
@@ -111,9 +112,9 @@ def per_component_sigma_mixture(
 
 
 def anisotropic_mixture(
-    r: float = 2.0,
-    d: int = 5,
-    K: int = 2,
+    r: float = DEFAULT.r,
+    d: int = DEFAULT.d,
+    K: int = DEFAULT.K,
     along: float = 0.8,
     across: float = 0.3,
     direction: str = "radial",

@@ -16,6 +16,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from . import _validate as v
+from .setting import DEFAULT
 
 _VALUES = (numbers.Number, np.ndarray, np.generic, jax.Array, list, tuple, str, bytes, type(None))
 """Field values a user passes; anything else (tracers, the placeholders JAX unflattens with
@@ -137,7 +138,7 @@ def _weights(K: int, weights) -> jax.Array:
 
 
 def orthogonal_mixture(
-    K: int = 2, d: int = 5, r: float = 2.0, sigma: float = 0.5, weights=None
+    K: int = DEFAULT.K, d: int = DEFAULT.d, r: float = DEFAULT.r, sigma: float = DEFAULT.sigma, weights=None
 ) -> GaussianMixture:
     """The default mixture of the book: centroids mu_c = r e_c (chapters/mixtures.md,
     def-mixture).
@@ -284,7 +285,7 @@ def sample_in_context(
 
 
 def angled_mixture(
-    angle: float, r: float = 2.0, sigma: float = 0.5, d: int = 5, weights=None
+    angle: float, r: float = DEFAULT.r, sigma: float = DEFAULT.sigma, d: int = DEFAULT.d, weights=None
 ) -> GaussianMixture:
     """Two centroids of norm r at angle ``angle``: mu_1 = r e_1,
     mu_2 = r (cos(angle) e_1 + sin(angle) e_2). angle = pi/2 is the book's default mixture,
@@ -315,7 +316,7 @@ def angled_mixture(
     return GaussianMixture(_weights(2, weights), jnp.asarray(mu), sigma)
 
 
-def plusminus_mixture(r: float = 2.0, sigma: float = 0.5, d: int = 5) -> GaussianMixture:
+def plusminus_mixture(r: float = DEFAULT.r, sigma: float = DEFAULT.sigma, d: int = DEFAULT.d) -> GaussianMixture:
     """K = 4 equal-weight centroids +-r e_1, +-r e_2: mean zero, and the two heads' targets
     (the lines e_1 and e_2) are orthogonal (``symbolic`` setting "plusminus"; chapter
     "Beyond the paper", chapters/beyond.md).

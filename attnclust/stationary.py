@@ -39,6 +39,7 @@ from .attention import _two_head
 from .limits import head_coefficients
 from .mixture import GaussianMixture, sample
 from .risk import population_risk
+from .setting import DEFAULT
 
 __all__ = [
     "value_grad_hess",
@@ -492,7 +493,7 @@ def risk_and_grad(
 
 
 def large_L_minimiser(
-    theta0: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""] = 1.0, tol: float = 1e-6
+    theta0: Float[ArrayLike, "H d"], mixture: GaussianMixture, lam: float | Float[ArrayLike, ""] = DEFAULT.lam, tol: float = 1e-6
 ) -> tuple[np.ndarray, float]:
     """Local minimiser of the large-L risk ``ac.population_risk`` (quadrature, isotropic
     mixtures only) reached by BFGS from ``theta0`` (e.g. a trained theta): (theta, R_inf).

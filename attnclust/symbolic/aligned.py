@@ -34,6 +34,7 @@ import sympy as sp
 from scipy import optimize
 
 from ._common import _positive, gauss_hermite, head_coefficient_expr, lambdify_expr, logistic
+from ..setting import DEFAULT
 
 Setting = Literal["default", "antipodal", "plusminus"]
 
@@ -191,7 +192,7 @@ def _expect_g(fn: Callable, c: float | np.ndarray, lam: float, r: float, sigma: 
 
 
 def aligned_risk(
-    c1: float, c2: float, lam: float, r: float, sigma: float, d: int = 5, n: int = 80
+    c1: float, c2: float, lam: float, r: float, sigma: float, d: int = DEFAULT.d, n: int = 80
 ) -> float:
     """R_inf(c_1 e_1, c_2 e_2) = g(c_1) + g(c_2) + (d - 2) sigma^2, default mixture
     (prop-aligned, chapters/population_risk.md), by Gauss-Hermite with n nodes.
@@ -252,7 +253,7 @@ class AlignedFixedPoint:
 
 
 def aligned_fixed_point(
-    lam: float, r: float, sigma: float, d: int = 5, n: int = 80, c_max: float = 4.0
+    lam: float, r: float, sigma: float, d: int = DEFAULT.d, n: int = 80, c_max: float = 4.0
 ) -> AlignedFixedPoint:
     """Solve g'(c) = 0 on the aligned manifold, c > 0 (prop-aligned,
     chapters/population_risk.md).
@@ -295,7 +296,7 @@ def aligned_fixed_point(
 
 
 def aligned_branch(
-    lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = 5, n: int = 80
+    lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = DEFAULT.d, n: int = 80
 ) -> dict[str, np.ndarray]:
     """The branch kappa*(lam) and R_inf there over a grid of lam (prop-aligned,
     chapters/population_risk.md).
@@ -452,7 +453,7 @@ class TiltedMinimiser:
 
 
 def tilted_minimiser(
-    lam: float, r: float, sigma: float, d: int = 5, n: int = 40
+    lam: float, r: float, sigma: float, d: int = DEFAULT.d, n: int = 40
 ) -> TiltedMinimiser:
     """The large-L minimiser off the aligned manifold, default mixture (sec-risk-tilt,
     chapters/population_risk.md).
@@ -492,7 +493,7 @@ def tilted_minimiser(
 
 
 def tilt_branch(
-    lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = 5, n: int = 40
+    lams: Sequence[float] | np.ndarray, r: float, sigma: float, d: int = DEFAULT.d, n: int = 40
 ) -> dict[str, np.ndarray]:
     """The tilt over a grid of lam (sec-risk-tilt, chapters/population_risk.md).
 

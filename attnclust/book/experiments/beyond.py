@@ -33,6 +33,7 @@ from attnclust.book import results
 from attnclust.limits import general_identity_limit
 from attnclust.train import fit_mixtures
 from attnclust.book.experiments import committed
+from attnclust.setting import DEFAULT
 
 __all__ = [
     "D", "R", "SIGMA", "L", "LAM", "LAM_ID", "STACK_LS", "STACK_DEPTH", "SIZES", "SEEDS",
@@ -40,7 +41,7 @@ __all__ = [
     "StoredTraining", "Scores", "scores", "off_manifold_gradient", "Variances", "variances",
 ]
 
-D, R, SIGMA, L, LAM = 5, 2.0, 0.5, 50, 1.0
+D, R, SIGMA, L, LAM = DEFAULT.d, DEFAULT.r, DEFAULT.sigma, DEFAULT.L, DEFAULT.lam
 LAM_ID = 0.7
 """Identity attention's temperature for the oracle assignment (about the bound's best lam
 at the default setting, 0.691)."""

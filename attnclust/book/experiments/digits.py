@@ -31,6 +31,7 @@ from attnclust.digits import sample_rows, split_digits
 from attnclust.metrics import adjusted_rand, head_assignments
 from attnclust.train import fit_sampler
 from attnclust.book.experiments import committed
+from attnclust.setting import DEFAULT
 
 __all__ = ["PAIRS", "TRAINED", "LAM", "digits_benchmark"]
 
@@ -40,7 +41,7 @@ PAIRS = tuple(itertools.combinations(range(10), 2))
 TRAINED = "two-head layer, trained"
 """The name of the trained model in the benchmark's tables."""
 
-LAM = 1.0
+LAM = DEFAULT.lam
 """The trained layer's temperature (the book's default)."""
 
 SIZES = {

@@ -24,6 +24,7 @@ from attnclust import _validate as v
 from attnclust.book import benchmark
 from attnclust import stats, symbolic, temperature
 from attnclust.book.experiments.icq_sweeps import D, K, L, R, SIGMA
+from attnclust.setting import DEFAULT
 
 __all__ = [
     "REGIME_DS", "TRAINED", "Regimes", "best_from_summary", "best_label_free", "centring_difference", "closing_tables", "paired",
@@ -57,7 +58,7 @@ def trained_theta(seed: int = 0, steps: int = 2000) -> np.ndarray:
     from attnclust.train import fit
 
     mixture = orthogonal_mixture(K=K, d=D, r=R, sigma=SIGMA)
-    return np.asarray(fit(jax.random.PRNGKey(seed), mixture, lam=1.0, steps=steps, progress=False).theta)
+    return np.asarray(fit(jax.random.PRNGKey(seed), mixture, lam=DEFAULT.lam, steps=steps, progress=False).theta)
 
 
 @lru_cache(maxsize=None)
@@ -81,7 +82,7 @@ def default_benchmark(size: str = "small") -> benchmark.Benchmark:
     theta = trained_theta(steps=TRAIN_STEPS[size])
     two_head_layer(theta, p.X, 1.0)  # compile before timing
     t0 = time.perf_counter()
-    T = np.asarray(two_head_layer(theta, p.X, 1.0), np.float64)
+    T = np.asarray(two_head_layer(theta, p.X, DEFAULT.lam), np.float64)
     labels = np.asarray(head_assignments(theta, p.X))
     seconds = time.perf_counter() - t0
     scores = benchmark.MethodScores(

@@ -22,8 +22,9 @@ from attnclust import _validate as v
 from attnclust.book import benchmark
 from attnclust import symbolic, temperature
 from attnclust.book.experiments import committed
+from attnclust.setting import DEFAULT
 
-K, D, R, SIGMA, L = 2, 5, 2.0, 0.5, 50
+K, D, R, SIGMA, L = DEFAULT.K, DEFAULT.d, DEFAULT.r, DEFAULT.sigma, DEFAULT.L
 """The default setting."""
 
 WEIGHT_RATIO = 4.0

@@ -40,6 +40,7 @@ from attnclust.metrics import alignment
 from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.risk import empirical_risk
 from attnclust.book.experiments import committed
+from attnclust.setting import DEFAULT
 
 __all__ = [
     "POINTS", "SIZES", "Landscape", "K3Points", "point_setting", "family_directions",
@@ -47,7 +48,7 @@ __all__ = [
     "twist_angle", "experiment",
 ]
 
-LAM = 1.0
+LAM = DEFAULT.lam
 POINTS = {"split": 2, "symmetric": 3}
 """The two stationary points and their number of centroids K (= heads)."""
 
@@ -65,7 +66,7 @@ SIZES: dict[str, dict] = {
 def point_setting(point: str) -> dict:
     """The setting of ``point``: K, d, r, sigma, lam of the default orthogonal mixture."""
     K = POINTS[v.one_of("point", point, POINTS)]
-    return dict(K=K, d=5, r=2.0, sigma=0.5, lam=LAM)
+    return dict(DEFAULT.mixture_args(), K=K, lam=LAM)
 
 
 def _mixture(point: str):

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 CLASS_NAMES = sweeps.CLASS_NAMES
-LAM = 1.0
+LAM = DEFAULT.lam
 
 
 @lru_cache(maxsize=64)

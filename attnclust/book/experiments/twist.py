@@ -35,10 +35,11 @@ from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.risk import empirical_risk
 from attnclust.book.experiments import committed
 from attnclust.book.experiments import landscape as ls
+from attnclust.setting import DEFAULT
 
 __all__ = ["SIZES", "Twist", "signed_twist", "minimise_empirical", "twist", "experiment", "stored"]
 
-LAM = 1.0
+LAM = DEFAULT.lam
 SIZES: dict[str, dict] = {
     # the committed run: six independent samples of about 20 000 tokens at every L
     "full": dict(Ls=(50, 70, 100, 200, 400), samples=6, tokens=20_000),

@@ -28,6 +28,7 @@ from attnclust.limits import head_output_limit
 from attnclust.metrics import alignment
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.setting import DEFAULT
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
 
@@ -49,11 +50,11 @@ def preface_heads(size: str = "small") -> np.ndarray:
     if size == "small":
         from attnclust.symbolic import tilted_minimiser
 
-        tm = tilted_minimiser(lam=1.0, r=2.0, sigma=0.5, d=2)
+        tm = tilted_minimiser(lam=DEFAULT.lam, r=DEFAULT.r, sigma=DEFAULT.sigma, d=2)
         return np.array([[tm.c, tm.eps], [tm.eps, tm.c]])
     from attnclust.train import fit
 
-    res = fit(jax.random.PRNGKey(0), orthogonal_mixture(K=2, d=2), lam=1.0, progress=False)
+    res = fit(jax.random.PRNGKey(0), orthogonal_mixture(d=2), lam=DEFAULT.lam, progress=False)
     return np.asarray(res.theta)
 
 
@@ -69,7 +70,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
     the larger singular value of the centred cloud (1 for a round cloud, 0 for a segment),
     averaged over the two clusters; ``mixture`` and ``lam``, the setting drawn.
     """
-    mix = orthogonal_mixture(K=2, d=2, r=2.0, sigma=0.5)
+    mix = orthogonal_mixture(d=2)
     X, labels = sample(jax.random.PRNGKey(seed), mix, 1, L)
     X, labels = X[0], labels[0]
     theta = preface_heads(size)
@@ -317,7 +318,7 @@ def head_limit_error(
 def _default_heads() -> tuple[tuple[float, ...], ...]:
     from attnclust.symbolic import tilted_minimiser
 
-    tm = tilted_minimiser(lam=1.0, r=2.0, sigma=0.5, d=5)
+    tm = tilted_minimiser(lam=DEFAULT.lam, r=DEFAULT.r, sigma=DEFAULT.sigma, d=DEFAULT.d)
     return ((tm.c, tm.eps, 0.0, 0.0, 0.0), (tm.eps, tm.c, 0.0, 0.0, 0.0))
 
 
@@ -327,7 +328,7 @@ def default_heads() -> np.ndarray:
     theta_2 = eps e_1 + c e_2 (``attnclust.symbolic.tilted_minimiser``)."""
     from attnclust.symbolic import tilted_minimiser
 
-    tm = tilted_minimiser(lam=1.0, r=2.0, sigma=0.5, d=5)
+    tm = tilted_minimiser(lam=DEFAULT.lam, r=DEFAULT.r, sigma=DEFAULT.sigma, d=DEFAULT.d)
     theta = np.zeros((2, 5))
     theta[0, :2] = tm.c, tm.eps
     theta[1, :2] = tm.eps, tm.c
@@ -362,6 +363,6 @@ def plot_head_limit_error(err: dict) -> matplotlib.figure.Figure:
 def head_large_L(size: str = "small") -> matplotlib.figure.Figure:
     """The two-head layer's finite-L output approaching its large-L limit as L grows."""
     Ls = LS_SMALL if size == "small" else LS_FULL
-    mix = orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+    mix = orthogonal_mixture(**DEFAULT.mixture_args())
     err = head_limit_error(jax.random.PRNGKey(0), default_heads(), mix, 1.0, Ls)
     return plot_head_limit_error(err)

@@ -29,8 +29,9 @@ from attnclust.book import benchmark as B
 from attnclust import symbolic, temperature
 from attnclust.book.experiments import icq as E
 from attnclust.book.figures._registry import register
+from attnclust.setting import DEFAULT
 
-K, D, R, SIGMA, L, LAM = E.K, E.D, E.R, E.SIGMA, E.L, 1.0
+K, D, R, SIGMA, L, LAM = E.K, E.D, E.R, E.SIGMA, E.L, DEFAULT.lam
 SIZES = {
     # lam grid, long prompts' L and count
     "small": dict(n_lam=12, L_long=300, n_long=8),

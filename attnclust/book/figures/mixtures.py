@@ -22,11 +22,12 @@ from attnclust.metrics import adjusted_rand
 from attnclust.mixture import orthogonal_mixture, sample, sample_in_context
 from attnclust.book.widgets.mixture import DEFAULTS, draw_mixture
 from attnclust.book.figures._registry import register
+from attnclust.setting import DEFAULT
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
 
 
-PROMPTS_SETTING = dict(K=2, d=2, r=2.0, sigma=0.5)
+PROMPTS_SETTING = dict(DEFAULT.mixture_args(), d=2)
 """The mixture of ``mixture-prompts``: the book's default one, in the plane."""
 
 PROMPTS_L = {"small": 50, "full": 200}

@@ -23,9 +23,9 @@ from attnclust.attention import identity_attend, identity_attention
 from attnclust.limits import identity_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.setting import DEFAULT
 
 CHAPTER = "quantization"
-DEFAULT = dict(r=2.0, sigma=0.5, d=5)
 FINITE_L = {"small": (50,), "full": (50, 200)}
 """Prompt lengths of the finite-L points of ``distortion-lambda``, by figure size."""
 FIXED_POINT_STEPS = 300
@@ -87,7 +87,7 @@ def distortion_curve_data(size: str = "small") -> dict:
     each (``symbolic.best_lambda_bound``) and the finite-L distortion of identity attention
     (at the prompt lengths ``FINITE_L[size]``) for r = 2, sigma = 0.5, d = 5."""
     _check_size(size)
-    r, sigma, d = DEFAULT["r"], DEFAULT["sigma"], DEFAULT["d"]
+    r, sigma, d = DEFAULT.r, DEFAULT.sigma, DEFAULT.d
     lams = np.geomspace(0.05, 4.0, 40 if size == "small" else 120)
     mix = orthogonal_mixture(K=2, d=d, r=r, sigma=sigma)
     lam_pts = np.geomspace(0.05, 4.0, 9 if size == "small" else 25)
@@ -185,7 +185,7 @@ def fixed_points_data(size: str = "small") -> dict:
     (a root of the scalar equation by ``scipy.optimize.brentq``).
     """
     _check_size(size)
-    r, sigma = DEFAULT["r"], DEFAULT["sigma"]
+    r, sigma = DEFAULT.r, DEFAULT.sigma
     lam_c = 2 / (r**2 + 2 * sigma**2)
     # a geometric grid just above lam_c resolves the square-root branch (it looks like a jump
     # on an even grid)

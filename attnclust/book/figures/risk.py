@@ -21,9 +21,9 @@ from attnclust.attention import two_head_layer
 from attnclust.limits import head_output_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.setting import DEFAULT
 
 CHAPTER = "population_risk"
-DEFAULT = dict(lam=1.0, r=2.0, sigma=0.5, d=5)
 
 
 def _check_size(size: str) -> None:
@@ -95,12 +95,12 @@ def risk_gap_data(size: str = "small") -> dict:
     _check_size(size)
     Ls = [8, 16, 32, 64, 128, 256] if size == "small" else [8, 16, 32, 64, 128, 256, 512, 1024]
     n_tokens = 32_768 if size == "small" else 1 << 20
-    tm = symbolic.tilted_minimiser(DEFAULT["lam"], DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"])
-    theta = np.zeros((2, DEFAULT["d"]))
+    tm = symbolic.tilted_minimiser(DEFAULT.lam, DEFAULT.r, DEFAULT.sigma, d=DEFAULT.d)
+    theta = np.zeros((2, DEFAULT.d))
     theta[0, :2] = tm.c, tm.eps
     theta[1, :2] = tm.eps, tm.c
-    mix = orthogonal_mixture(K=2, d=DEFAULT["d"], r=DEFAULT["r"], sigma=DEFAULT["sigma"])
-    out = risk_gap_terms(jax.random.PRNGKey(7), theta, mix, DEFAULT["lam"], Ls, n_tokens=n_tokens)
+    mix = orthogonal_mixture(**DEFAULT.mixture_args())
+    out = risk_gap_terms(jax.random.PRNGKey(7), theta, mix, DEFAULT.lam, Ls, n_tokens=n_tokens)
     out["slope"], out["slope_se"] = stationary.loglog_slope(out["L"], out["gap"], out["se"])
     out["theta"] = theta
     return out
@@ -148,10 +148,10 @@ def aligned_branch_data(size: str = "small") -> dict:
     _check_size(size)
     lams = np.geomspace(0.02, 4.0, 8 if size == "small" else 33)
     n = 20 if size == "small" else 40
-    br = symbolic.aligned_branch(lams, DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"])
-    tb = symbolic.tilt_branch(lams, DEFAULT["r"], DEFAULT["sigma"], d=DEFAULT["d"], n=n)
+    br = symbolic.aligned_branch(lams, DEFAULT.r, DEFAULT.sigma, d=DEFAULT.d)
+    tb = symbolic.tilt_branch(lams, DEFAULT.r, DEFAULT.sigma, d=DEFAULT.d, n=n)
     return {"lam": lams, "c_aligned": br["c"], "risk_aligned": br["risk"],
-            "oracle": DEFAULT["d"] * DEFAULT["sigma"] ** 2, "floor": (DEFAULT["d"] - 2) * DEFAULT["sigma"] ** 2,
+            "oracle": DEFAULT.d * DEFAULT.sigma ** 2, "floor": (DEFAULT.d - 2) * DEFAULT.sigma ** 2,
             "c_tilted": tb["c"], "eps_tilted": tb["eps"], "cos_tilted": tb["cos"],
             "risk_tilted": tb["risk"], "tilt_gradient": tb["tilt_gradient"]}
 

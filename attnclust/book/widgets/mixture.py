@@ -18,14 +18,15 @@ import numpy as np
 from attnclust import _validate as v
 from attnclust.baselines import kmeans_per_prompt
 from attnclust.metrics import adjusted_rand
+from attnclust.setting import DEFAULT
 
-SIGMA = 0.5
+SIGMA = DEFAULT.sigma
 """The noise level of the explorer; r = (r / sigma) * SIGMA."""
 
 L_TOKENS = 200
 """Tokens per prompt in the explorer."""
 
-DEFAULTS = dict(K=2, r_over_sigma=4.0, weight=0.5, d=5, seed=0)
+DEFAULTS = dict(K=DEFAULT.K, r_over_sigma=DEFAULT.r / DEFAULT.sigma, weight=0.5, d=DEFAULT.d, seed=0)
 """The explorer's default slider values (the book's default mixture, r = 2 and sigma = 0.5)."""
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")

@@ -35,11 +35,12 @@ import attnclust as ac
 from attnclust import _validate as v
 from attnclust import symbolic
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
+from attnclust.setting import DEFAULT
 
-R = 2.0
+R = DEFAULT.r
 """Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
 
-DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, K=2, L=100, seed=0)
+DEFAULTS = dict(lam=DEFAULT.lam, r_over_sigma=DEFAULT.r / DEFAULT.sigma, K=DEFAULT.K, L=100, seed=0)
 """The explorer's default slider values (the static figure of the chapter uses them)."""
 
 LAM_GRID = np.geomspace(0.05, 4.0, 12)
