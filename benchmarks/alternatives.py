@@ -131,7 +131,7 @@ def median_time(f, *args, reps=None):
 def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
     """One training step (forward, backward, Adam; X fixed) with each pooling, as a
     lax.scan of ``n`` steps so that dispatch is not timed."""
-    m = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+    m = ac.orthogonal_mixture(**ac.DEFAULT.mixture_args())
     opt = optax.adam(1e-2)
     rows = []
     for L in Ls:
@@ -164,7 +164,7 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
 
 def bench_fit_vmap(steps=400, batch=32, L=50):
     """Seconds per step: fit (vmapped over S = 1) against the same scan without vmap."""
-    m = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+    m = ac.orthogonal_mixture(**ac.DEFAULT.mixture_args())
     opt = optax.adam(1e-2)
 
     def run(theta, keys, lam):

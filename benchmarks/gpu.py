@@ -111,7 +111,7 @@ def fit_many(S: int, steps: int, reps: int) -> dict:
 
     m = ac.orthogonal_mixture()
     keys = jax.random.split(jax.random.PRNGKey(0), S)
-    run = dict(steps=steps, batch=32, L=50, progress=False)
+    run = dict(steps=steps, batch=32, L=ac.DEFAULT.L, progress=False)
     t0 = time.perf_counter()
     ac.fit_many(keys, m, **run)
     first = time.perf_counter() - t0

@@ -52,7 +52,7 @@ def _inputs(L: int, batch: int, seeds: int | None = None):
 
     import attnclust as ac
 
-    m = ac.orthogonal_mixture(K=2, d=5, r=2.0, sigma=0.5)
+    m = ac.orthogonal_mixture(**ac.DEFAULT.mixture_args())
     X = np.asarray(ac.sample(jax.random.PRNGKey(4), m, batch, L)[0])
     theta = np.asarray(ac.init_theta(jax.random.PRNGKey(5), m, init="near"))
     if seeds is not None:

@@ -132,7 +132,7 @@ def step_runner(L: int, batch: int, n: int, pool=None, K: int = 2, d: int = 5, l
 
     import attnclust as ac
 
-    m = ac.orthogonal_mixture(K=K, d=d, r=2.0, sigma=0.5)
+    m = ac.orthogonal_mixture(K=K, d=d, r=ac.DEFAULT.r, sigma=ac.DEFAULT.sigma)
     X, _ = ac.sample(jax.random.PRNGKey(4), m, batch, L)
     theta = ac.init_theta(jax.random.PRNGKey(5), m, init="near")
     opt = optax.adam(1e-2)

@@ -92,9 +92,7 @@ def pytest_configure(config):
     attnclust.GaussianMixture.__init__.__no_type_check__ = True
 
 
-DEFAULT = dict(K=2, d=5, r=2.0, sigma=0.5)
-"""The book's default setting (the default mixture of chapters/attention.md and
-chapters/population_risk.md): orthogonal centroids, separation r / sigma = 4."""
+
 
 
 @pytest.fixture
@@ -117,9 +115,10 @@ def key():
 
 @pytest.fixture
 def mixture():
+    """The default mixture of the book (``attnclust.DEFAULT``)."""
     import attnclust as ac
 
-    return ac.orthogonal_mixture(**DEFAULT)
+    return ac.orthogonal_mixture(**ac.DEFAULT.mixture_args())
 
 from hypothesis import settings
 

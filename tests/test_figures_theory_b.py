@@ -115,7 +115,7 @@ def test_fixed_points_data_end_points_on_the_branch():
 def test_fixed_points_data_marks_where_the_first_coordinate_reaches_r():
     d = fq.fixed_points_data()
     lam_r = d["lam_reach_r"]
-    fp = sym.identity_fixed_points(lam_r, d["r"], 0.5)
+    fp = sym.identity_fixed_points(lam_r, d["r"], d["sigma"])
     assert fp["split"][0] == pytest.approx(d["r"], abs=1e-9) and lam_r > d["lam_critical"]
     # on the plotted branch the first coordinate is below r before lam_r and above it after
     assert np.all(d["split"][d["lam"] < lam_r, 0] < d["r"]) and np.all(d["split"][d["lam"] > lam_r, 0] > d["r"])

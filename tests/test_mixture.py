@@ -60,7 +60,7 @@ def test_vmap_over_a_stack_of_mixtures_with_an_axes_prefix():
     np.testing.assert_allclose(f(stack, 2.0), [4.0, 8.0, 12.0])
     # sigma not mapped: every call sees the stack's whole (3,) sigma
     g = jax.vmap(lambda m: jnp.sum(m.sigma) * jnp.sum(m.weights), in_axes=(ac.GaussianMixture.axes(0, 0, None),))
-    np.testing.assert_allclose(g(stack), [1.5, 1.5, 1.5])
+    np.testing.assert_allclose(g(stack), [3 * ac.DEFAULT.sigma] * 3)
 
 
 @pytest.mark.usefixtures("typecheck_off")

@@ -37,15 +37,20 @@ SWEEP_SIZES = {
     "small": dict(n=8, n_long=4),
 }
 
+def _around_default(values: tuple, default) -> tuple:
+    """``values`` with the default setting's value among them, in increasing order."""
+    return tuple(sorted(set(values) | {default}))
+
+
 SWEEPS = {
-    "K": dict(values=(2, 3, 4, 6, 8), fixed=dict(d=8)),
-    "L": dict(values=(10, 20, 50, 100, 200, 500, 1000), fixed={}),
-    "d": dict(values=(5, 10, 20, 50, 100, 200), fixed={}),
-    "r/sigma": dict(values=(2.0, 2.5, 3.0, 4.0, 6.0), fixed={}),
+    "K": dict(values=_around_default((3, 4, 6, 8), K), fixed=dict(d=8)),
+    "L": dict(values=_around_default((10, 20, 100, 200, 500, 1000), L), fixed={}),
+    "d": dict(values=_around_default((10, 20, 50, 100, 200), D), fixed={}),
+    "r/sigma": dict(values=_around_default((2.0, 2.5, 3.0, 6.0), R / SIGMA), fixed={}),
 }
 """The sweeps, each of which varies one parameter from the default setting (the K sweep at d = 8, so
-that K = 8 orthogonal centroids fit); every point is run with equal and unequal weights.
-r/sigma varies sigma = r / (r/sigma) at r = 2."""
+that K = 8 orthogonal centroids fit) and passes through it; every point is run with equal and
+unequal weights. r/sigma varies sigma = r / (r/sigma) at the default r."""
 
 
 def weights(K: int, unequal: bool) -> tuple[float, ...] | None:

@@ -206,7 +206,7 @@ def fixed_points_data(size: str = "small") -> dict:
     return {"lam": lams, "split": np.array([row["split"] for row in rows]),
             "merged": np.array([row["merged"] for row in rows]),
             "lam_iterated": lam_it, "iterated": np.array([iterate(l) for l in lam_it]),
-            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r, "steps": FIXED_POINT_STEPS}
+            "lam_critical": lam_c, "lam_reach_r": float(lam_r), "r": r, "sigma": sigma, "steps": FIXED_POINT_STEPS}
 
 
 @register("identity-fixed-points", chapter=CHAPTER)
