@@ -151,8 +151,8 @@ def _add_experiment(sub) -> None:
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="experiment names")
     p.add_argument("--list", action="store_true", help="list the committed experiments")
-    p.add_argument("--size", choices=("small", "full"), default="full",
-                   help="'full' (default): the size the book shows; 'small': a quick check")
+    p.add_argument("--size", choices=("full", "test"), default="full",
+                   help="'full' (default): the size the book shows; 'test': a quick check of every code path")
     p.set_defaults(func=_experiment)
 
 

@@ -45,8 +45,8 @@ def test_small_size_runs_every_temperature_with_shared_keys():
     """The test size trains seeds x temperatures runs with the keys shared across temperatures
     (run i starts from the same heads at every temperature, the heads of a plain run_seeds
     call), and the temperature reaches the training."""
-    cfg = ts.SIZES["small"]
-    t = ts.TiltSeeds.from_data(ts.experiment("small"))
+    cfg = ts.SIZES["test"]
+    t = ts.TiltSeeds.from_data(ts.experiment("test"))
     assert t.cos.shape == (len(cfg["lams"]), cfg["seeds"], 2) and t.lams == cfg["lams"]
     np.testing.assert_allclose(t.theory, [tr.tilted_cos(lam, 2.0, 0.5) for lam in cfg["lams"]])
     n = len(cfg["lams"])

@@ -48,10 +48,10 @@ def test_committed_experiment_runs_from_the_command_line(tmp_path, monkeypatch, 
     try:
         monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
         assert main(["experiment", "--list"]) == 0 and "toy-exp  a toy" in capsys.readouterr().out
-        assert main(["experiment", "toy-exp", "--size", "small"]) == 0
+        assert main(["experiment", "toy-exp", "--size", "test"]) == 0
         stored = results.load("toy-exp", directory=tmp_path)
-        assert stored.data == {"size": "small", "n": 1}
-        assert stored.command == "python -m attnclust experiment toy-exp --size small"
+        assert stored.data == {"size": "test", "n": 1}
+        assert stored.command == "python -m attnclust experiment toy-exp --size test"
         assert stored.sources == ("attnclust/book/results/__init__.py",)  # a test's own file is not a library source
         assert main(["experiment", "nope"]) == 2
     finally:

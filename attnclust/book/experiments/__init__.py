@@ -1,7 +1,7 @@
 """Experiments: the computations behind the chapters' figures and claims, apart from drawing.
 
 Each module here holds the experiments of one chapter as named functions that take a size
-("small": the book's CPU budget; "full": the paper's scale, for an accelerator) and return a
+(``attnclust.book.sizes``: "test", "small" for the book's build, "full") and return a
 small frozen dataclass of arrays and numbers. Figures (``attnclust.book.figures``) only draw such a
 result, and chapters show what they compute by its attribute names, not by string keys.
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnclust import _validate as v
+from attnclust.book import sizes
 
 MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "tilt_seeds", "training", "beyond", "icq_sweeps", "digits",
                             "icq_baselines")
@@ -71,7 +72,7 @@ def run(name: str, size: str = "full", directory=None):
     from attnclust.book import results
 
     v.one_of("name", name, names())
-    v.one_of("size", size, ("small", "full"))
+    sizes.check(size, ("test", "full"))
     exp = COMMITTED[name]
     data = exp.func(size=size)
     command = f"python -m attnclust experiment {name} --size {size}"

@@ -34,6 +34,7 @@ from attnclust.limits import general_identity_limit
 from attnclust.train import fit_mixtures
 from attnclust.book.experiments import committed
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = [
     "D", "R", "SIGMA", "L", "LAM", "LAM_ID", "STACK_LS", "STACK_DEPTH", "SIZES", "SEEDS",
@@ -81,7 +82,7 @@ def settings() -> dict:
 
 
 def _size(size: str) -> dict:
-    return SIZES[v.one_of("size", size, SIZES)]
+    return sizes.pick(SIZES, size)
 
 
 def span_coverage(theta: np.ndarray, centroids: np.ndarray) -> float:

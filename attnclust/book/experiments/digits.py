@@ -32,6 +32,7 @@ from attnclust.metrics import adjusted_rand, head_assignments
 from attnclust.train import fit_sampler
 from attnclust.book.experiments import committed
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = ["PAIRS", "TRAINED", "LAM", "digits_benchmark"]
 
@@ -48,7 +49,7 @@ SIZES = {
     # sized for the shared 2-core CPU (about half an hour there); an accelerator affords more
     "full": dict(pair_ds=(5, 20), pair_n=16, pair_L=50, ten_ds=(2, 5, 20, 64), ten_n=32, ten_L=100,
                  seeds=16, steps=400, batch=8, pairs=PAIRS),
-    "small": dict(pair_ds=(5,), pair_n=4, pair_L=50, ten_ds=(5,), ten_n=4, ten_L=100,
+    "test": dict(pair_ds=(5,), pair_n=4, pair_L=50, ten_ds=(5,), ten_n=4, ten_L=100,
                   seeds=2, steps=40, batch=4, pairs=PAIRS[:2]),
 }
 
@@ -136,7 +137,7 @@ def digits_benchmark(size: str = "full") -> dict:
     ``ten_ds`` the ten digits."""
     from tqdm.auto import tqdm
 
-    s = SIZES[v.one_of("size", size, SIZES)]
+    s = sizes.pick(SIZES, size)
     key = jax.random.PRNGKey(45)
     out = {"pairs": {}, "ten": {}, "seeds": s["seeds"], "steps": s["steps"], "lam": LAM,
            "pair_L": s["pair_L"], "pair_n": s["pair_n"], "ten_L": s["ten_L"], "ten_n": s["ten_n"]}

@@ -25,6 +25,7 @@ from attnclust.book import benchmark
 from attnclust import stats, symbolic, temperature
 from attnclust.book.experiments.icq_sweeps import D, K, L, R, SIGMA
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = [
     "REGIME_DS", "TRAINED", "Regimes", "best_from_summary", "best_label_free", "centring_difference", "closing_tables", "paired",
@@ -65,7 +66,7 @@ def trained_theta(seed: int = 0, steps: int = 2000) -> np.ndarray:
 def default_prompts(size: str = "small") -> benchmark.Prompts:
     """The ``SIZES[size]["n"]`` in-context prompts of the default setting that the chapter's
     benchmark and its distortion curves share."""
-    n = SIZES[v.one_of("size", size, SIZES)]["n"]
+    n = sizes.pick(SIZES, size)["n"]
     return benchmark.in_context_prompts(jax.random.PRNGKey(14), K, D, R, SIGMA, n, L)
 
 
@@ -152,7 +153,7 @@ def regimes(size: str = "small") -> Regimes:
     the distortion at the bound's lam, at the label-free lam, self-masked, beside the two trivial quantizers (raw tokens, prompt mean) and the true clusters' means."""
     from attnclust.mixture import orthogonal_mixture, sample
 
-    n = SIZES[v.one_of("size", size, SIZES)]["n_regime"]
+    n = sizes.pick(SIZES, size)["n_regime"]
     cols = {k: [] for k in ("lam_bound", "sw_bound", "sw_sure", "sw_pred", "D_bound", "D_sure", "D_masked",
                             "D_labels", "floor", "D_mean", "lam_sure", "lam_masked")}
     # One draw in the largest dimension; its first d coordinates are a draw of the same

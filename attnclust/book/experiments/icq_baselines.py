@@ -37,6 +37,7 @@ from attnclust.digits import split_digits
 from attnclust.book.experiments import committed
 from attnclust.book.experiments import digits as digits_exp
 from attnclust.book.experiments import icq_sweeps
+from attnclust.book import sizes
 
 __all__ = [
     "DS", "LONG_L", "KMEANS_JAX", "PCA_KMEANS", "PROMPT_MEAN", "SIZES", "extra_methods", "time_methods",
@@ -57,7 +58,7 @@ SIZES = {
     # n: prompts per dimension (128: the sweeps' prompts); n_time, n_time_long: prompts timed
     # at L = 50 and L = LONG_L; pairs: the digit pairs of the centring test
     "full": dict(n=128, n_time=32, n_time_long=8, repeats=5, pairs=digits_exp.PAIRS),
-    "small": dict(n=8, n_time=4, n_time_long=2, repeats=5, pairs=digits_exp.PAIRS[:3]),
+    "test": dict(n=8, n_time=4, n_time_long=2, repeats=5, pairs=digits_exp.PAIRS[:3]),
 }
 
 DIGITS_D = 5
@@ -195,7 +196,7 @@ def icq_baselines(size: str = "full") -> dict:
     digits' centring test."""
     from tqdm.auto import tqdm
 
-    s = SIZES[v.one_of("size", size, SIZES)]
+    s = sizes.pick(SIZES, size)
     out = {"points": [], "repeats": s["repeats"]}
     bar = tqdm(total=len(DS) + 2, desc="icq baselines", unit="part")
     for d in DS:

@@ -23,6 +23,7 @@ from attnclust.book import benchmark
 from attnclust import symbolic, temperature
 from attnclust.book.experiments import committed
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 K, D, R, SIGMA, L = DEFAULT.K, DEFAULT.d, DEFAULT.r, DEFAULT.sigma, DEFAULT.L
 """The default setting."""
@@ -34,7 +35,7 @@ WEIGHT_RATIO^(-c / (K - 1)), c = 0..K-1)."""
 SWEEP_SIZES = {
     # prompts per sweep point (n_long for L >= 500)
     "full": dict(n=128, n_long=64),
-    "small": dict(n=8, n_long=4),
+    "test": dict(n=8, n_long=4),
 }
 
 def _around_default(values: tuple, default) -> tuple:
@@ -90,7 +91,7 @@ def sweeps(size: str = "full") -> dict:
     the best-lam oracle."""
     from tqdm.auto import tqdm
 
-    sz = SWEEP_SIZES[v.one_of("size", size, SWEEP_SIZES)]
+    sz = sizes.pick(SWEEP_SIZES, size)
     out = []
     for i, pt in enumerate(tqdm(sweep_points(), desc="icq sweeps", unit="point")):
         n = sz["n_long"] if pt["L"] >= 500 else sz["n"]

@@ -41,6 +41,7 @@ from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.risk import empirical_risk
 from attnclust.book.experiments import committed
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = [
     "POINTS", "SIZES", "Landscape", "K3Points", "point_setting", "family_directions",
@@ -58,7 +59,7 @@ SIZES: dict[str, dict] = {
                      "symmetric": (25, 35, 50, 70, 100, 140, 200)},
                  samples=8, tokens=40_000),
     # tests: every code path, tiny
-    "small": dict(Ls={"split": (25, 50), "symmetric": (25, 50)}, samples=2, tokens=2_000),
+    "test": dict(Ls={"split": (25, 50), "symmetric": (25, 50)}, samples=2, tokens=2_000),
 }
 """Grids of prompt lengths, samples per L and tokens per sample."""
 
@@ -321,7 +322,7 @@ def landscape(point: str, size: str = "full", progress: bool = False) -> Landsca
     """Compute the landscape of ``point`` at ``size`` (``SIZES``; see ``Landscape``)."""
     from tqdm.auto import tqdm
 
-    cfg = SIZES[v.one_of("size", size, SIZES)]
+    cfg = sizes.pick(SIZES, size)
     Ls = cfg["Ls"][v.one_of("point", point, POINTS)]
     S, tokens = cfg["samples"], cfg["tokens"]
     start = large_L_point(point)

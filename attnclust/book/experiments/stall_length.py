@@ -22,6 +22,7 @@ from attnclust import _validate as v
 from attnclust.book import results, sweeps
 from attnclust.book.experiments import committed
 from attnclust.book.experiments.training import Runs, summarise, train_setting
+from attnclust.book import sizes
 
 __all__ = ["SIZES", "StallLength", "close_at", "experiment", "stored"]
 
@@ -29,7 +30,7 @@ SIZES: dict[str, dict] = {
     # the committed run: 32 seeds at L = 200, beyond the split point's crossing
     "full": dict(L=200, seeds=32, steps={"small": None, "long": None}),
     # tests: every code path, tiny
-    "small": dict(L=25, seeds=2, steps={"small": 8, "long": 40}),
+    "test": dict(L=25, seeds=2, steps={"small": 8, "long": 40}),
 }
 """The prompt length, the seeds, and the steps of each budget (the budget's own where None)."""
 
@@ -63,7 +64,7 @@ NAME = "training-stall-length"
            description="Close starts trained at L = 200 at the small and the long budget")
 def experiment(size: str = "full") -> dict:
     """The committed close-start runs at ``size`` (``SIZES``)."""
-    cfg = SIZES[v.one_of("size", size, SIZES)]
+    cfg = sizes.pick(SIZES, size)
     return {"L": cfg["L"], "runs": {b: close_at(cfg["L"], b, cfg["seeds"], n).as_data()
                                     for b, n in cfg["steps"].items()}}
 

@@ -33,6 +33,7 @@ from attnclust.mixture import orthogonal_mixture
 from attnclust.book.experiments import committed
 from attnclust.book.experiments.training import LAMS_TILT, tilted_cos
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = ["SIZES", "TiltSeeds", "tilt_seeds", "experiment", "stored"]
 
@@ -41,7 +42,7 @@ SIZES: dict[str, dict] = {
     # (under a minute on a 2-core CPU)
     "full": dict(budget="small", seeds=32, lams=LAMS_TILT),
     # tests: every code path, tiny
-    "small": dict(budget="test", seeds=3, lams=(0.5, 2.0)),
+    "test": dict(budget="test", seeds=3, lams=(0.5, 2.0)),
 }
 """The budget (``sweeps.BUDGETS``), the seeds per temperature and the temperatures."""
 
@@ -130,7 +131,7 @@ NAME = "training-tilt-seeds"
            description="The tilt at each temperature with 32 seeds per temperature")
 def experiment(size: str = "full") -> dict:
     """The committed tilt runs at ``size`` (``SIZES``)."""
-    cfg = SIZES[v.one_of("size", size, SIZES)]
+    cfg = sizes.pick(SIZES, size)
     return tilt_seeds(cfg["budget"], cfg["seeds"], cfg["lams"]).as_data()
 
 

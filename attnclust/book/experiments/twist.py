@@ -36,6 +36,7 @@ from attnclust.risk import empirical_risk
 from attnclust.book.experiments import committed
 from attnclust.book.experiments import landscape as ls
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 __all__ = ["SIZES", "Twist", "signed_twist", "minimise_empirical", "twist", "experiment", "stored"]
 
@@ -44,7 +45,7 @@ SIZES: dict[str, dict] = {
     # the committed run: six independent samples of about 20 000 tokens at every L
     "full": dict(Ls=(50, 70, 100, 200, 400), samples=6, tokens=20_000),
     # tests: every code path, tiny
-    "small": dict(Ls=(50, 100), samples=2, tokens=1_000),
+    "test": dict(Ls=(50, 100), samples=2, tokens=1_000),
 }
 """Grids of prompt lengths, samples per L and tokens per sample."""
 
@@ -148,7 +149,7 @@ def twist(size: str = "full", progress: bool = False) -> Twist:
     K = 3 default mixture, the same keys at every call."""
     from tqdm.auto import tqdm
 
-    cfg = SIZES[v.one_of("size", size, SIZES)]
+    cfg = sizes.pick(SIZES, size)
     Ls, S, tokens = cfg["Ls"], cfg["samples"], cfg["tokens"]
     mix = orthogonal_mixture(K=3)
     k3 = ls.k3_points()

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from collections.abc import Callable
 
 from attnclust import _validate as v
+from attnclust.book import sizes
 
 SIZES = ("small", "full")
+"""The sizes a figure is drawn at (``attnclust.book.sizes``): the book's and the full one."""
 
 # Modules that register figures; imported lazily by ``names`` and ``make``.
 MODULES = (
@@ -73,7 +75,7 @@ def make(name: str, size: str = "small"):
     _load_all()
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
-    v.one_of("size", size, SIZES)
+    sizes.check(size, SIZES)
     import matplotlib.pyplot as plt
 
     fig = FIGURES[name].func(size=size)

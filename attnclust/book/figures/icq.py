@@ -30,6 +30,7 @@ from attnclust import symbolic, temperature
 from attnclust.book.experiments import icq as E
 from attnclust.book.figures._registry import register
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 K, D, R, SIGMA, L, LAM = E.K, E.D, E.R, E.SIGMA, E.L, DEFAULT.lam
 SIZES = {
@@ -60,7 +61,7 @@ SWEEP_METHODS = (B.KMEANS, B.EM, B.MEANSHIFT, B.IDENTITY, B.IDENTITY_MASKED, B.S
 
 
 def _size(size: str) -> dict:
-    return SIZES[v.one_of("size", size, SIZES)]
+    return sizes.pick(SIZES, size)
 
 
 def _outputs_distortion(out, labels, centroids) -> float:

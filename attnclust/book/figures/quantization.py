@@ -24,6 +24,7 @@ from attnclust.limits import identity_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 CHAPTER = "quantization"
 FINITE_L = {"small": (50,), "full": (50, 200)}
@@ -35,7 +36,7 @@ SCALING_DIMENSIONS = {"small": (2, 5, 20), "full": (2, 5, 20, 50, 100)}
 
 
 def _check_size(size: str) -> None:
-    v.one_of("size", size, ("small", "full"))
+    sizes.check(size, ("small", "full"))
 
 
 def finite_L_distortion(

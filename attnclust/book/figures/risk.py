@@ -22,12 +22,13 @@ from attnclust.limits import head_output_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
 from attnclust.setting import DEFAULT
+from attnclust.book import sizes
 
 CHAPTER = "population_risk"
 
 
 def _check_size(size: str) -> None:
-    v.one_of("size", size, ("small", "full"))
+    sizes.check(size, ("small", "full"))
 
 
 def risk_gap_terms(
