@@ -49,8 +49,7 @@ FAST_COMPILE := $(JAX_ENV) --fast-compile
 # Python writes bytecode caches (__pycache__/, ignored by git) even where the environment
 # sets PYTHONDONTWRITEBYTECODE: without them every pytest process parses and rewrites the
 # assertions of every test file again and jaxtyping's hook transforms every module of the
-# package again. A warm make quick took 43 s with the variable set and 35 s without
-# (2026-12-02, this 2-core machine).
+# package again, which makes a warm make quick noticeably slower.
 unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): requirements.txt pyproject.toml

@@ -1,5 +1,5 @@
 """Bad input at the public boundary: every call gives a correct finite result or a ValueError /
-TypeError whose message names the argument (issue 11). Property tests draw the bad values
+TypeError whose message names the argument. Property tests draw the bad values
 (NaN and inf at any position, bad temperatures, wrong shapes and dtypes) per public function
 of mixture, attention, limits, risk and metrics; extreme but valid inputs give finite
 outputs. Shapes are fixed and small so that each function compiles once."""

@@ -17,12 +17,11 @@ def freeze_long_lived() -> None:
     """Collect the garbage, then move every object the process holds into the garbage
     collector's permanent generation (``gc.freeze``), where later collections do not walk
     them. Called at the end of an explorer's ``prepare()``: by then the process holds JAX's
-    and matplotlib's modules, caches and compiled programs (389,093 objects frozen after the
-    quantization explorer's in the run below), and a full collection, which Python starts
-    from time to time during a slider move, walked all of them: one such pause took 0.39 s of a 0.42 s move of the quantization
-    explorer, whose moves less those pauses took 0.05 s at the 95th percentile; with the
-    freeze its 95th percentile was 0.044 s (``python benchmarks/run.py --quick``, the
-    widget section, 2026-12-02, 2 cores). The objects made later are collected as before."""
+    and matplotlib's modules, caches and compiled programs (hundreds of thousands of
+    objects), and a full collection, which Python starts from time to time during a slider
+    move, would walk all of them, a pause of the order of the move itself (``make bench``'s
+    widget section measures the collector's pauses per move). The objects made later are
+    collected as before."""
     gc.collect()
     gc.freeze()
 
