@@ -6,7 +6,8 @@ only the standard library, nbformat and nbclient (not attnclust), so it starts f
 reads one JSON job, a line on standard input::
 
     {"notebook": {...}, "cell_timeout": s, "executed": bool, "rlimits": {...},
-     "workdir": path, "mime": the MIME type of the answers that _export.py displays}
+     "workdir": path (relative to the working folder), "mime": the MIME type of the answers
+     that _export.py displays}
 
 applies the resource limits, writes the notebook into ``workdir`` (a private copy, the
 kernel's working folder) and runs it with nbclient: every code cell with ``allow_errors``
@@ -86,7 +87,7 @@ def main() -> int:
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    workdir = job["workdir"]
+    workdir = os.path.abspath(job["workdir"])
     os.makedirs(workdir, exist_ok=True)
     os.makedirs(os.environ.get("HOME", workdir), exist_ok=True)
     nb = nbformat.from_dict(job["notebook"])

@@ -451,9 +451,9 @@ def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> 
     run = _Run()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="attnclust-grade-") as tmp:
-        workdir = "/tmp/work" if settings.sandboxed else os.path.join(tmp, "work")
+        # "work" in the program's working folder: the sandbox's scratch folder, or tmp
         job = {"notebook": nb, "cell_timeout": settings.cell_timeout, "executed": executed,
-               "rlimits": settings.rlimits(), "workdir": workdir, "mime": MIME}
+               "rlimits": settings.rlimits(), "workdir": "work", "mime": MIME}
         program = _start([sys.executable, str(WORKER)], job, settings, tmp)
         finished = False
         try:
@@ -685,9 +685,8 @@ def require_sandbox(hidden: Sequence[str | Path] = ()) -> None:
     why = sandbox.probe()
     if why is not None:
         raise sandbox.SandboxUnavailable(
-            f"cannot grade in a sandbox: {why}. Fix that (bubblewrap and user namespaces "
-            "are needed), or pass --unsafe to run the submissions without one, as your own "
-            "user (only for notebooks you trust)")
+            f"cannot grade in a sandbox: {why}. Fix that, or pass --unsafe to run the "
+            "submissions without one, as your own user (only for notebooks you trust)")
     sandbox.environment_paths(hidden)
 
 

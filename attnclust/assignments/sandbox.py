@@ -5,10 +5,10 @@ The grader runs every submitted notebook, and the checks, in a sandbox made by
 ``bubblewrap``) from the kernel's own user, PID, mount, network, IPC and UTS namespaces:
 
 * the file system is a fresh tmpfs holding only the Python environment (read-only): the
-  interpreter's prefix, the site-packages, the ``attnclust`` package, ``/usr`` and a few files
-  of ``/etc``; ``/tmp`` (the home and working folder) is a size-limited tmpfs that vanishes
-  with the sandbox. The course material, the solutions, the other submissions and the
-  grades are not in it;
+  interpreter's prefixes and its own folder, the site-packages, the ``attnclust`` package,
+  ``/usr`` and a few files of ``/etc``; ``/tmp`` is a size-limited tmpfs that vanishes with
+  the sandbox, and the home and working folder are in it (:data:`SCRATCH`). The course
+  material, the solutions, the other submissions and the grades are not in it;
 * a new PID namespace: the grader's processes are invisible, and when the sandbox's first
   process ends (or the grader kills it, or the grader itself dies) the kernel kills every
   process started inside, however it was started (``setsid``, double fork);
@@ -21,9 +21,24 @@ The grader runs every submitted notebook, and the checks, in a sandbox made by
   else: address space per process, processes and threads (counted per sandbox: Linux counts
   ``RLIMIT_NPROC`` per user namespace), file size, open files, no core dumps.
 
+The Python environment is shown at its own path wherever it lives (a virtual environment
+keeps absolute paths in its scripts and configuration, so it cannot be moved), ``/tmp`` and
+``/dev/shm`` included, and in folders whose names hold spaces (bubblewrap takes each path as
+one argument). bubblewrap applies its arguments in order, and a mount hides whatever an
+earlier one put at or below its path, so the sandbox's own mounts (``/proc``, ``/dev``,
+``/dev/shm``, ``/tmp``) come first and the environment's folders are bound after them, on
+top. The home and working folder then cannot be inside a folder of the environment (which is
+read-only there): they are ``SCRATCH``, or ``SCRATCH-1``, ``SCRATCH-2``, ... when the
+environment lives in it. What cannot be shown is refused before the sandbox is made, with
+the folder and the reason (:class:`SandboxUnavailable`): a folder of the environment that
+holds ``/tmp``, ``/dev/shm``, ``/dev`` or ``/proc`` (the whole root, say), which would cover
+the sandbox's own, and one inside ``/proc``, the sandbox's own process file system.
+
 The sandboxed program talks to the grader only through its standard input, output and
 error (pipes): no file is shared. :func:`probe` says whether a sandbox can be made on this
-machine, and why not.
+machine, and why not: bubblewrap or the kernel (namespaces), an environment that cannot be
+shown, or one that uid 65534 may not read (when grading as root; judged by the permission
+bits for others).
 """
 
 from __future__ import annotations
@@ -44,8 +59,14 @@ __all__ = ["Limits", "SandboxUnavailable", "environment_paths", "probe", "start"
 SANDBOX_UID = 65534
 """The uid (and gid) that sandboxed programs run as: ``nobody`` on Debian."""
 
-HOME = "/tmp/home"
-"""Home folder inside the sandbox (on its /tmp tmpfs)."""
+SCRATCH = "/tmp/sandbox"
+"""The folder of the sandbox's /tmp that holds its home (``home``) and is its working folder,
+where the grader's programs make theirs; ``-1``, ``-2``, ... is appended when the Python
+environment lives in it."""
+
+OWN_MOUNTS = ("/tmp", "/dev/shm", "/dev", "/proc")
+"""Where the sandbox mounts file systems of its own, before it binds the environment; a
+folder of the environment that holds one of them cannot be bound (it would cover it)."""
 
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf",
              "passwd", "group", "hosts", "host.conf", "mime.types", "fonts", "alternatives",
@@ -107,30 +128,61 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _unbindable(path: Path) -> str | None:
+    """Why the sandbox cannot show ``path`` (a folder of the environment), or None."""
+    for own in OWN_MOUNTS:
+        if _inside(Path(own), path):
+            return f"it holds {own}, which the sandbox replaces with its own"
+    if _inside(path, Path("/proc")):
+        return "it is in /proc, which the sandbox replaces with its own process file system"
+    return None
+
+
 def environment_paths(hidden: Sequence[str | Path] = ()) -> list[Path]:
     """Folders of the running Python environment that the sandbox binds read-only: the
-    interpreter's prefixes, the site-packages (the user's too, when Python reads it) and
-    the ``attnclust`` package itself (which an editable install imports from the
-    repository, of which nothing else is bound).
+    interpreter's prefixes and the folder its executable resolves to, the site-packages (the
+    user's too, when Python reads it) and the ``attnclust`` package itself (which an
+    editable install imports from the repository, of which nothing else is bound).
 
     Raises:
-        SandboxUnavailable: one of these folders holds one of ``hidden`` (the book's
-            sources, the submissions, the grades), which the sandbox would then show.
+        SandboxUnavailable: one of these folders cannot be shown in the sandbox (it holds
+            one of :data:`OWN_MOUNTS`, or is in ``/proc``), or holds one of ``hidden`` (the
+            book's sources, the submissions, the grades), which the sandbox would then show.
     """
     wanted = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.realpath(sys.executable)),
               *site.getsitepackages(), _package_dir()]
     if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
         wanted.append(site.getusersitepackages())
-    keep = sorted({Path(p).resolve() for p in wanted if os.path.isdir(p)},
+    keep = sorted({Path(p).resolve() for p in wanted if p and os.path.isdir(p)},
                   key=lambda p: (len(p.parts), str(p)))
     keep = [p for i, p in enumerate(keep)
             if not any(_inside(p, q) for q in keep[:i]) and not _inside(p, Path("/usr"))]
+    for path in keep:
+        why = _unbindable(path)
+        if why is not None:
+            raise SandboxUnavailable(
+                f"the sandbox cannot show {path}, a folder of the Python environment that "
+                f"runs the grader: {why}. Put the environment (or the clone holding it) in "
+                "another folder")
     for h in hidden:
         for path in keep:
             if _inside(Path(h).resolve(), path):
                 raise SandboxUnavailable(f"{h} is inside the Python environment ({path}), "
                                          "which every sandbox sees: move it elsewhere")
     return keep
+
+
+def _scratch_folder(env_paths: Sequence[Path]) -> Path:
+    """The sandbox's home-and-working folder: :data:`SCRATCH`, or the first of
+    ``SCRATCH-1``, ``SCRATCH-2``, ... that holds none of ``env_paths`` (the folders bound
+    read-only there)."""
+    n = 0
+    while True:
+        folder = Path(SCRATCH if n == 0 else f"{SCRATCH}-{n}")
+        if not any(_inside(p, folder) for p in env_paths):
+            return folder
+        n += 1
 
 
 def _bwrap_args(env_paths: list[Path], limits: Limits, root: bool, info_fd: int | None,
@@ -140,6 +192,11 @@ def _bwrap_args(env_paths: list[Path], limits: Limits, root: bool, info_fd: int 
         args += ["--userns-block-fd", str(block_fd), "--info-fd", str(info_fd)]
     else:
         args += ["--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    # the sandbox's own mounts first: a later mount at or below a path hides what an earlier
+    # one put there, so the environment's folders, bound after these, stay visible
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in TOP_LINKS:
         if os.path.islink(top):
@@ -148,7 +205,7 @@ def _bwrap_args(env_paths: list[Path], limits: Limits, root: bool, info_fd: int 
             args += ["--ro-bind", top, top]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    made: set[Path] = {Path("/"), Path("/usr")}
+    made: set[Path] = {Path("/"), Path("/usr"), *map(Path, OWN_MOUNTS)}
     for path in env_paths:
         for parent in reversed(path.parents):
             if parent not in made:
@@ -156,11 +213,10 @@ def _bwrap_args(env_paths: list[Path], limits: Limits, root: bool, info_fd: int 
                 made.add(parent)
         args += ["--ro-bind", str(path), str(path)]
         made.add(path)
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
-             "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-             "--chdir", "/tmp", "--clearenv"]
-    env = {"HOME": HOME, "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8",
+    scratch = _scratch_folder(env_paths)
+    args += ["--perms", "1777", "--dir", str(scratch), "--chdir", str(scratch), "--clearenv"]
+    env = {"HOME": str(scratch / "home"), "USER": "student", "LOGNAME": "student",
+           "LANG": "C.UTF-8",
            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
            "PYTHONPATH": str(_package_dir().parent), "PYTHONDONTWRITEBYTECODE": "1",
            "MPLBACKEND": "Agg", "TMPDIR": "/tmp"}
@@ -211,8 +267,11 @@ def start(argv: list[str], *, limits: Limits = Limits(), hidden: Sequence[str | 
     kills everything in the sandbox.
 
     Raises:
-        SandboxUnavailable: bwrap is missing or could not set the sandbox up.
+        SandboxUnavailable: a folder of the environment cannot be shown in the sandbox or
+            holds one of ``hidden`` (:func:`environment_paths`), or bwrap is missing or
+            could not set the sandbox up.
     """
+    env_paths = environment_paths(hidden)
     if shutil.which("bwrap") is None:
         raise SandboxUnavailable("bubblewrap is not installed (Debian: apt-get install "
                                  "bubblewrap)")
@@ -226,7 +285,7 @@ def start(argv: list[str], *, limits: Limits = Limits(), hidden: Sequence[str | 
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         pass_fds = (info_w, block_r)
-    args = _bwrap_args(environment_paths(hidden), limits, root, info_w, block_r) + list(argv)
+    args = _bwrap_args(env_paths, limits, root, info_w, block_r) + list(argv)
     try:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=stderr, pass_fds=pass_fds)
@@ -247,6 +306,49 @@ def start(argv: list[str], *, limits: Limits = Limits(), hidden: Sequence[str | 
     return proc
 
 
+def _denied(path: Path, env_paths: Sequence[Path]) -> Path | None:
+    """The first folder (from the bound folder of ``env_paths`` that holds ``path`` down) or
+    file on the way to ``path``, and to where it resolves, that uid 65534 may not pass or
+    run by the permission bits for others (what decides when a root grader's sandboxed
+    processes are host uid 65534; ACLs are not read); ``None`` when there is none."""
+    for target in (path, path.resolve()):
+        top = next((q for q in env_paths if _inside(target, q)), None)
+        if top is None:
+            continue
+        for step in [top, *(a for a in reversed(target.parents) if top in a.parents), target]:
+            try:
+                mode = os.stat(step).st_mode
+            except OSError:
+                return step
+            if not mode & 0o001 or (step == top and not mode & 0o004):
+                return step
+    return None
+
+
+def _diagnose(why: str, env_paths: Sequence[Path]) -> str:
+    """The probe's reason, from the last line of what the failed sandbox wrote."""
+    exe = Path(sys.executable)
+    if why.startswith("bwrap:") and "execvp" not in why:  # bubblewrap's own setup failed
+        named = next((str(p) for p in env_paths if str(p) in why), None)
+        if named is not None:
+            return f"bubblewrap could not show {named} in the sandbox ({why})"
+        return (f"bubblewrap could not create the sandbox ({why}): it needs user namespaces "
+                "(root, or unprivileged ones allowed: sysctl kernel.unprivileged_userns_clone "
+                "and user.max_user_namespaces; some containers forbid them)")
+    blocked = _denied(exe, env_paths) if os.geteuid() == 0 else None
+    if blocked is not None:
+        st = os.stat(blocked)
+        return (f"the sandbox's user (uid {SANDBOX_UID}) may not read {blocked} (mode "
+                f"{st.st_mode & 0o7777:o}, owner uid {st.st_uid}), on the way to the "
+                f"interpreter {exe}: make it readable by others (chmod o+rx) or grade from "
+                f"an environment that is ({why})")
+    if "execute" in why or "execvp" in why:  # setpriv's or bwrap's: the interpreter is missing
+        shown = ", ".join(str(p) for p in env_paths)
+        return (f"the interpreter {exe} does not run inside the sandbox, which shows {shown} "
+                f"of the Python environment ({why})")
+    return f"the Python environment does not run inside the sandbox ({why})"
+
+
 PROBE_CODE = ("import nbformat, nbclient, ipykernel, attnclust.assignments, os; "
               "print(os.getuid(), flush=True)")
 
@@ -254,14 +356,16 @@ PROBE_CODE = ("import nbformat, nbclient, ipykernel, attnclust.assignments, os; 
 @functools.lru_cache(maxsize=None)
 def probe() -> str | None:
     """``None`` when a sandbox can be made here and runs the environment's Python with the
-    grader's modules; otherwise the reason, in one line (cached for the process)."""
+    grader's modules; otherwise the reason, in one line, naming what to fix (cached for the
+    process)."""
     if not sys.platform.startswith("linux"):
         return f"sandboxes need Linux namespaces (this is {sys.platform})"
     try:
         proc = start([sys.executable, "-c", PROBE_CODE])
         out, err = proc.communicate(timeout=120)
     except SandboxUnavailable as e:
-        return str(e)
+        why = str(e)
+        return _diagnose(why, environment_paths()) if why.startswith("bwrap:") else why
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -269,7 +373,5 @@ def probe() -> str | None:
     if proc.returncode == 0 and out.strip() == str(SANDBOX_UID).encode():
         return None
     lines = err.decode(errors="replace").strip().splitlines()
-    why = lines[-1] if lines else f"exit status {proc.returncode}"
-    if why.startswith("bwrap:"):
-        return f"bubblewrap could not create the sandbox ({why})"
-    return f"the Python environment does not run inside the sandbox ({why})"
+    return _diagnose(lines[-1] if lines else f"exit status {proc.returncode}",
+                     environment_paths())
