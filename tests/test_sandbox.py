@@ -81,8 +81,7 @@ def elsewhere(request):
         yield Path(d)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 @pytest.mark.parametrize("elsewhere, name, copies, in_scratch", [
     ("/tmp", "env", False, False),
     ("/tmp", "a course env", True, False),
@@ -135,8 +134,7 @@ def test_an_environment_the_sandbox_cannot_show_is_refused_with_its_folder(
     assert expected in str(graded.value) and "bubblewrap" not in str(graded.value)
 
 
-@pytest.mark.subprocess
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_missing_interpreter_is_named_not_bubblewrap(monkeypatch, fresh_probe):
     """The sandbox made without the environment's own prefix (as a sandbox that hid it
     would be): the probe names the interpreter and what the sandbox shows."""
