@@ -396,13 +396,7 @@ def write_json(app, exception):
                    encoding="utf8")
 
 
-def add_static(app):
-    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
-
-
 def setup(app):
-    app.connect("builder-inited", add_static)
-    app.add_css_file("claims.css")
     app.add_node(claim_backlink)
     app.add_node(claims_ledger)
     app.add_role("claim", ClaimRole())
