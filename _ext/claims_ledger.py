@@ -17,6 +17,10 @@ prose with the role ``{claim}`<id>```. This extension
 - fails the build (a warning, and the book builds with -W) when a page records a claim its
   prose never shows, when a role names a claim no cell recorded, or when two pages use the
   same claim id.
+
+Why an extension: the ledger is the book's own bookkeeping over the records that
+attnclust.claims glues; MyST-NB's glue roles show a glued value, not a claim with its
+evidence, verdict and place in a book-wide table.
 """
 
 from __future__ import annotations
