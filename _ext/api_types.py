@@ -18,6 +18,11 @@ each into a warning. Two fixes:
    name (``Array``, ``Expr``, ``'H d'``): no link, no warning. Any other unresolved
    reference (a typo in a docstring's :func:`...` role, a name of attnclust that the page
    does not document) still warns.
+
+Why an extension: autodoc's options (``autodoc_typehints_format``, ``autodoc_type_aliases``)
+and sphinx-autodoc-typehints still write these annotations expanded and as references that
+cannot resolve offline, and ``nitpick_ignore`` only silences the warning, leaving a
+reference that links nowhere on the page (which the browser checks report).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ prose with the role ``{claim}`<id>```. This extension
 - fails the build (a warning, and the book builds with -W) when a page records a claim its
   prose never shows, when a role names a claim no cell recorded, or when two pages use the
   same claim id.
+
+Why an extension: the ledger is the book's own bookkeeping over the records that
+attnclust.claims glues; MyST-NB's glue roles show a glued value, not a claim with its
+evidence, verdict and place in a book-wide table.
 """
 
 from __future__ import annotations
@@ -396,13 +400,7 @@ def write_json(app, exception):
                    encoding="utf8")
 
 
-def add_static(app):
-    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
-
-
 def setup(app):
-    app.connect("builder-inited", add_static)
-    app.add_css_file("claims.css")
     app.add_node(claim_backlink)
     app.add_node(claims_ledger)
     app.add_role("claim", ClaimRole())

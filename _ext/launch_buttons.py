@@ -23,6 +23,11 @@ built site is published, on the branch ``attnclust_site_branch`` (``gh-pages`` u
   ``binder/`` installs ``attnclust``, editable, and nbgitpuller) and nbgitpuller then
   pulls the site branch into ``~/<repo>`` and opens the reader edition there in JupyterLab
   (Binder's documented way to keep content and environment on separate branches).
+
+Why an extension: sphinx-book-theme links Binder and Colab to the page's source (a MyST file
+Colab cannot open) and stops the build on a notebook page when launch buttons are configured
+without a repository URL; nothing maintained points them at a reader edition published on
+another branch.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ that installs ``attnclust`` from the configured repository where it is missing (
 Where a repository is configured, the Binder and Colab buttons open this edition
 (_ext/launch_buttons.py). The ``.md`` source
 stays the single source of truth; tests/test_book_offline.py checks a built one.
+
+Why an extension: jupytext and MyST-NB write a MyST notebook's text as it is (roles,
+directive fences, glue names unresolved); nothing maintained writes it as Jupyter Markdown
+with the values the build glued.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The built book stands on its own: MathJax is served from the build (no CDN), and the
 launch and repository buttons appear only when a repository URL is configured
-(_config.yml's repository.url, _ext/launch_buttons.py); setup cells are collapsed
-(_ext/setup_cells.py).
+(_config.yml's repository.url, _ext/launch_buttons.py); setup cells, tagged hide-input
+(tests/test_setup_cells.py), are collapsed.
 
 Two tiny books are built with the real _config.yml and _ext/ (one kernel each)."""
 
@@ -25,12 +25,12 @@ pytestmark = pytest.mark.integration
 
 def math_book(root: Path) -> Path:
     """A one-page book whose page has mathematics (Sphinx loads MathJax only there), a cell
-    that computes and one that only sets up."""
+    that computes and two that only set up (tagged hide-input, as the chapters' are)."""
     make_book(root, "print(1)")
     page = root / "chapters" / "page.md"
     page.write_text(page.read_text() + "\nThe risk $\\E\\|x - T(x)\\|^2$ in $\\R^d$.\n"
-                    "\n```{code-cell} python3\nimport math\n```\n"
-                    "\n```{code-cell} python3\nfrom myst_nb import glue\n"
+                    "\n```{code-cell} python3\n:tags: [hide-input]\nimport math\n```\n"
+                    "\n```{code-cell} python3\n:tags: [hide-input]\nfrom myst_nb import glue\n"
                     "glue('the_ratio', 2 / 3, display=False)\n```\n"
                     "\nThe ratio is {glue:text}`the_ratio:.3f`.\n")
     return root

@@ -1,5 +1,5 @@
-// _ext/small_screens.py: equations wider than their column are scaled down to fit, and
-// figures open at full size when tapped on a narrow screen.
+// Loaded on every page (_config.yml, html_js_files): equations wider than their column
+// are scaled down to fit, and figures open at full size when tapped on a narrow screen.
 (function () {
   "use strict";
   const MIN_SCALE = 0.5;
