@@ -1,7 +1,9 @@
 """Every figure of the book, by name, reproducible with one call.
 
 Each chapter's figures live in a module of this package (``figures.mixtures``,
-``figures.training``, ...) and are registered with ``@register``. A figure function takes
+``figures.training``, ...) and are registered with ``@register``; :func:`names` and
+:func:`make` import every public module of the package first, so a new module is found
+without being listed anywhere. A figure function takes
 ``size`` ("small": the book's CPU scale, seconds; "full": the paper-scale setting meant for
 an accelerator) and returns a ``matplotlib.figure.Figure``. ``python -m attnclust reproduce``
 regenerates them by name.

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from collections.abc import Callable
 
 from attnclust import _validate as v
+from attnclust._public import import_submodules
 
 SIZES = ("small", "full")
-
-# Modules that register figures; imported lazily by ``names`` and ``make``.
-MODULES = (
-    "mixtures",
-    "attention",
-    "risk",
-    "quantization",
-    "training",
-    "icq",
-    "beyond",
-    "digits",
-    "performance",
-)
 
 
 @dataclass(frozen=True)
@@ -50,12 +37,9 @@ def register(name: str, chapter: str, description: str = ""):
 
 
 def _load_all() -> None:
-    for module in MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__package__}.{module}":
-                raise
+    """Import every public module of ``attnclust.book.figures`` (found in the package, not
+    listed): each registers its figures with :func:`register` when it is imported."""
+    import_submodules(__package__)
 
 
 def names() -> list[str]:
