@@ -3,6 +3,7 @@ about each one, filled by the explorer modules themselves with :func:`register`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,9 +72,11 @@ def explorers() -> list[ExplorerSpec]:
 
 
 def spec_of(func: Callable) -> ExplorerSpec:
-    """The registered spec of the explorer function ``func``."""
+    """The registered spec of the explorer function ``func`` (a decorator's wrapper of it
+    too)."""
+    inner = inspect.unwrap(func)
     for spec in EXPLORERS.values():
-        if spec.func is func:
+        if inspect.unwrap(spec.func) is inner:
             return spec
     raise ValueError(f"{getattr(func, '__qualname__', func)!r} is not a registered explorer; "
                      f"known: {', '.join(sorted(EXPLORERS)) or 'none'}")
