@@ -4,7 +4,7 @@ A module is public when no part of its dotted name starts with an underscore; a 
 module is public when it is in the module's ``__all__``, or, for a module without one,
 when it does not start with an underscore and the module defines it: a function or class
 whose ``__module__`` is the module, or a module-level assignment followed by a docstring
-(a documented constant). Imported names are not the module's own. This is the rule of
+(a documented constant; ``a, b = ...`` documents both). Imported names are not the module's own. This is the rule of
 Sphinx's ``automodule`` with ``:members:``.
 
 The registries of the book (figures, committed experiments, explorers) import every public
@@ -75,8 +75,12 @@ def _parsed_assignments(path: str | None) -> tuple[tuple[str, int], ...]:
             continue
         targets = (stmt.targets if isinstance(stmt, ast.Assign) else
                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
-        if len(targets) == 1 and isinstance(targets[0], ast.Name):
-            out.setdefault(targets[0].id, stmt.lineno)
+        if len(targets) != 1:
+            continue
+        names = targets[0].elts if isinstance(targets[0], ast.Tuple) else targets
+        for target in names:
+            if isinstance(target, ast.Name):
+                out.setdefault(target.id, stmt.lineno)
     return tuple(out.items())
 
 

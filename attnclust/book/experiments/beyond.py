@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 D, R, SIGMA, L, LAM = 5, 2.0, 0.5, 50, 1.0
+"""The default setting (dimension, centroid norm, noise level, prompt length, temperature)."""
 LAM_ID = 0.7
 """Identity attention's temperature for the oracle assignment (about the bound's best lam
 at the default setting, 0.691)."""

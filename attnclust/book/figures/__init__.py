@@ -9,6 +9,11 @@ an accelerator) and returns a ``matplotlib.figure.Figure``. ``python -m attnclus
 regenerates them by name.
 """
 
-from attnclust.book.figures._registry import FIGURES, FigureSpec, make, names, register
+from attnclust.book.figures import _registry
+from attnclust.book.figures._registry import FigureSpec, make, names, register
+
+FIGURES: dict[str, FigureSpec] = _registry.FIGURES
+"""Figure name -> its :class:`FigureSpec`, as registered so far (:func:`names` and
+:func:`make` import every figure module first)."""
 
 __all__ = ["FIGURES", "FigureSpec", "make", "names", "register"]

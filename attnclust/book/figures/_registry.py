@@ -22,6 +22,8 @@ class FigureSpec:
 
 
 FIGURES: dict[str, FigureSpec] = {}
+"""Figure name -> its :class:`FigureSpec`, as registered so far (:func:`names` and
+:func:`make` import every figure module first)."""
 
 
 def register(name: str, chapter: str, description: str = ""):

@@ -28,7 +28,15 @@ from collections.abc import Callable
 import numpy as np
 
 from attnclust._public import public_names, submodule_names
-from attnclust.book.widgets._registry import EXPLORERS, ExplorerSpec, explorers, register
+from attnclust.book.widgets import _registry
+from attnclust.book.widgets._registry import ExplorerSpec, explorers, register
+
+EXPLORERS: dict[str, ExplorerSpec] = _registry.EXPLORERS
+"""Explorer name -> its :class:`ExplorerSpec`, as registered so far (:func:`explorers`
+imports every explorer module first)."""
+
+__all__ = ["EXPLORERS", "ExplorerSpec", "explorers", "register", "slider_values", "time_moves",
+           "latency_report"]
 
 
 def slider_values(control) -> tuple:

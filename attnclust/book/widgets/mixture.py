@@ -138,6 +138,7 @@ STATIC_ALT = ("One prompt of the mixture projected on the first two centroid dir
               "tokens coloured by their true component, true centroids as crosses and the "
               "k-means centres as black circles; the title gives the k-means adjusted Rand "
               "index and distortion against the noise floor.")
+"""The alt text of every frame of the static explorer."""
 
 
 @register("mixture", chapter="mixtures", draw=draw_mixture,

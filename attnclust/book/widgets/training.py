@@ -41,12 +41,17 @@ from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_li
 from attnclust.book.widgets._registry import register
 
 LAMS = (0.5, 1.0, 2.0, 4.0)
+"""The values of the lam slider."""
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
+"""The values of the r / sigma slider."""
 DIMS = (2, 5, 10)
+"""The values of the d slider."""
 LENGTHS = (20, 50, 100)
+"""The values of the L slider (tokens per prompt)."""
 BUDGET = sweeps.budget("small")
 """The training budget of every run of the explorer (the chapter's "small" budget)."""
 N_SEEDS = BUDGET.seeds // len(LAMS)
+"""Seeds of the seed slider (the budget's seeds shared among the values of lam)."""
 R = 2.0
 DEFAULTS = dict(lam=1.0, r_over_sigma=4.0, d=5, L=50, seed=0, init="small")
 """Slider values of the static figure (the book's default setting)."""
@@ -319,6 +324,7 @@ d and L keep their default there."""
 STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
               "the minibatch risk against the Adam step; right, the two heads' paths in the "
               "plane of the centroids over a cloud of tokens; the title gives the slider values.")
+"""The alt text of every frame of the static explorer."""
 
 
 @register("training", chapter="training_dynamics", draw=draw_training,
