@@ -257,3 +257,40 @@ def test_a_module_whose_names_the_top_level_reexports_gets_a_section_of_its_own(
     api, modules_page = pages()
     assert f"## `{dropped}`" in api and ".. autofunction:: toy_function" in api
     assert f"`{dropped}`" not in modules_page
+
+
+def test_public_names_follow_the_rule(tmp_path, monkeypatch):
+    """A module's public names: its ``__all__``, or its own functions and classes (decorated
+    ones too) and the constants followed by a docstring, in source order; not what it
+    imports, not a name with a leading underscore, not an undocumented constant."""
+    (tmp_path / "toy_rule.py").write_text(textwrap.dedent('''
+        import functools
+        from math import sqrt
+
+        LIMIT = 3
+        """A documented constant."""
+        UNDOCUMENTED = 4
+        A, B = 1, 2
+        """Both documented."""
+
+        def own():
+            """Own function."""
+
+        @functools.lru_cache
+        def cached():
+            """Decorated."""
+
+        def _private():
+            pass
+
+        class Thing:
+            """A class."""
+        '''))
+    (tmp_path / "toy_all.py").write_text('from math import sqrt\n__all__ = ["sqrt", "later"]\nlater = 1\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert _public.public_names("toy_rule") == ["LIMIT", "A", "B", "own", "cached", "Thing"]
+        assert _public.public_names("toy_all") == ["sqrt", "later"]
+    finally:
+        sys.modules.pop("toy_rule", None)
+        sys.modules.pop("toy_all", None)
