@@ -98,7 +98,7 @@ def test_a_dropped_experiment_module_is_registered(drop, capsys):
         COMMITTED.update(before)
 
 
-TOY_EXPLORER = """
+PLANTED_EXPLORER = """
     import matplotlib.figure
 
     from attnclust.book.widgets import register
@@ -106,7 +106,7 @@ TOY_EXPLORER = """
     DEFAULTS = dict(a=1)
 
 
-    def draw_toy(a):
+    def draw_planted(a):
         fig = matplotlib.figure.Figure(figsize=(1, 1))
         fig.add_subplot().plot([0, 1], [0, a])
         return fig
@@ -119,54 +119,54 @@ TOY_EXPLORER = """
             return {"text/plain": "toy"}
 
 
-    @register("toy", chapter="mixtures", draw=draw_toy, moves=(("a", (2, 3)),))
-    def toy_explorer(static=False):
+    @register("planted-toy", chapter="mixtures", draw=draw_planted, moves=(("a", (2, 3)),))
+    def planted_explorer(static=False):
         box = _Box()
         if not static:
             return box
         from attnclust.book.widgets.static import twin
 
-        return twin(toy_explorer, box, {"a": (1, 2)}, DEFAULTS, "a line")
+        return twin(planted_explorer, box, {"a": (1, 2)}, DEFAULTS, "a line")
     """
 
 
 @pytest.fixture
-def toy_explorer(drop):
+def planted_explorer(drop):
     from attnclust.book.widgets import EXPLORERS, explorers
 
     explorers()
     before = dict(EXPLORERS)
-    name = drop("attnclust.book.widgets", "toy_explorer_module", TOY_EXPLORER)
+    name = drop("attnclust.book.widgets", "planted_explorer_module", PLANTED_EXPLORER)
     yield name
     EXPLORERS.clear()
     EXPLORERS.update(before)
 
 
-def test_a_dropped_explorer_reaches_the_benchmark_and_the_lazy_names(toy_explorer, monkeypatch):
+def test_a_dropped_explorer_reaches_the_benchmark_and_the_lazy_names(planted_explorer, monkeypatch):
     from attnclust.book import widgets
 
-    spec = {s.name: s for s in widgets.explorers()}["toy"]
-    assert spec.module == toy_explorer and spec.chapter == "mixtures"
-    assert widgets.toy_explorer is spec.func  # resolved lazily from the dropped module
+    spec = {s.name: s for s in widgets.explorers()}["planted-toy"]
+    assert spec.module == planted_explorer and spec.chapter == "mixtures"
+    assert widgets.planted_explorer is spec.func  # resolved lazily from the dropped module
     monkeypatch.syspath_prepend(str(BENCH))
     sys.modules.pop("run", None)
     try:
         import run
 
-        assert (toy_explorer, "draw_toy", "toy_explorer", (("a", (2, 3)),)) in run.widget_callbacks()
+        assert (planted_explorer, "draw_planted", "planted_explorer", (("a", (2, 3)),)) in run.widget_callbacks()
     finally:
         sys.modules.pop("run", None)
 
 
-def test_a_registered_explorers_static_twin_carries_its_name_and_frames(toy_explorer):
+def test_a_registered_explorers_static_twin_carries_its_name_and_frames(planted_explorer):
     from attnclust.book import widgets
     from attnclust.book.widgets.static import frame_png
 
     widgets.explorers()
-    page = widgets.toy_explorer(static=True)._repr_mimebundle_()["text/html"]
-    assert 'data-explorer="toy"' in page
+    page = widgets.planted_explorer(static=True)._repr_mimebundle_()["text/html"]
+    assert 'data-explorer="planted-toy"' in page
     (frames,) = re.findall(r'"frames": \["([^"]+)", "([^"]+)"\]', page)
-    assert base64.b64decode(frames[1]) == frame_png(widgets.toy_explorer_module.draw_toy(2))
+    assert base64.b64decode(frames[1]) == frame_png(widgets.planted_explorer_module.draw_planted(2))
 
 
 def _browser_parametrization() -> list[str]:
@@ -184,11 +184,11 @@ def _browser_parametrization() -> list[str]:
         sys.path.remove(str(BROWSER))
 
 
-def test_the_browser_test_covers_every_registered_explorer(toy_explorer):
+def test_the_browser_test_covers_every_registered_explorer(planted_explorer):
     from attnclust.book.widgets import explorers
 
     assert _browser_parametrization() == sorted(s.name for s in explorers())
-    assert "toy" in _browser_parametrization()
+    assert "planted-toy" in _browser_parametrization()
 
 
 def test_an_explorer_registered_twice_or_without_moves_is_refused():
