@@ -1,20 +1,23 @@
 """The API reference pages written from the package (loaded from _config.yml).
 
-chapters/api.md and chapters/api_modules.md hold prose and three markers, fenced blocks
-that this extension replaces when Sphinx reads the page (``source-read``) by MyST text
-with the autodoc directives of what the package holds, found in the package itself
-(``attnclust._public``), so that no module or name can be left off:
+The API pages (chapters/api*.md) hold prose and markers, fenced blocks that this extension
+replaces when Sphinx reads the page (``source-read``) by MyST text with the autodoc
+directives of what the package holds, found in the package itself (``attnclust._public``),
+so that no module or name can be left off:
 
 - ```` ```{api-names} attnclust.mixture ```` (api.md, one per section): every public name
   of that module. A function or class that the top level re-exports is documented as
   ``attnclust.<name>`` (what the chapters call ``ac.<name>``); any other name (a constant,
-  a function kept in its module) as ``attnclust.<module>.<name>``.
+  a type) as ``attnclust.<module>.<name>``.
 - ```` ```{api-names-rest} ```` (api.md, last): a section for each module of the top
   level's re-exports that has no ``api-names`` marker above.
-- ```` ```{api-modules} ```` (api_modules.md): a section for every other public module of
-  ``attnclust`` and ``attnclust.book`` (``automodule`` with ``:members:``), a package
-  before its modules. A function or class already documented (on api.md, or by a package
-  that re-exports its module's names, as ``attnclust.symbolic`` does) is excluded there.
+- ```` ```{api-modules} attnclust.book ```` (any page, any number): a section for every
+  public module inside that package (``automodule`` with ``:members:``), a package before
+  its modules, except the modules of api.md and those that a marker of a package inside
+  it covers (the markers of all pages are read: a module goes to the longest package that
+  holds it; ``{api-modules} attnclust`` takes the rest). A function or class already
+  documented (on api.md, on the page of a shorter package, or by a package that re-exports
+  its module's names, as ``attnclust.symbolic`` does) is not documented again.
 
 The course grader (``attnclust.assignments``) has its own documentation (its command line)
 and is not on these pages. :func:`expand` is the whole transformation (plain text to plain
@@ -34,11 +37,9 @@ from attnclust._public import public_modules, public_names
 
 NAMES = re.compile(r"^```\{api-names\}[ \t]+(\S+)[ \t]*\n```[ \t]*$", re.M)
 REST = re.compile(r"^```\{api-names-rest\}[ \t]*\n```[ \t]*$", re.M)
-MODULES = re.compile(r"^```\{api-modules\}[ \t]*\n```[ \t]*$", re.M)
+MODULES = re.compile(r"^```\{api-modules\}[ \t]+(\S+)[ \t]*\n```[ \t]*$", re.M)
 NOT_ON_THE_PAGES = ("attnclust.assignments",)
 """Public packages that the API pages leave out (with everything inside them)."""
-MACHINERY = "attnclust.book"
-"""The book's machinery, documented after the science core on api_modules.md."""
 
 
 def _kind(obj) -> str:
@@ -104,8 +105,31 @@ def _inside(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def _heading(module: str) -> str:
-    return f"{'#' * min(module.count('.') + 1, 4)} `{module}`"
+def _heading(module: str, top: int = 1) -> str:
+    """The section heading of ``module``, a module at dotted depth ``top`` at level 2."""
+    return f"{'#' * min(2 + module.count('.') - top, 6)} `{module}`"
+
+
+def claimed(texts) -> list[str]:
+    """The packages that the ``api-modules`` markers of the page sources ``texts`` name."""
+    return sorted({p for text in texts for p in MODULES.findall(text)})
+
+
+def module_pages(packages: list[str]) -> dict[str, str]:
+    """Every public module of ``attnclust`` that is not on api.md (nor left out) -> the
+    package of the marker that documents it: the longest of ``packages`` it is inside.
+    In page order: the modules of a shorter package first, a package before its modules."""
+    skip = set(top_level_modules()) | {"attnclust"}
+    out = {}
+    for module in public_modules("attnclust"):
+        if module in skip or any(_inside(module, p) for p in NOT_ON_THE_PAGES):
+            continue
+        owners = [p for p in packages if _inside(module, p)]
+        if not owners:
+            raise ValueError(f"{module}: no api-modules marker of the pages covers it; "
+                             f"markers: {', '.join(packages) or 'none'}")
+        out[module] = max(owners, key=len)
+    return dict(sorted(out.items(), key=lambda item: len(item[1])))  # stable sort
 
 
 def _documented_on_api_page() -> dict[int, str]:
@@ -120,19 +144,16 @@ def _documented_on_api_page() -> dict[int, str]:
     return out
 
 
-def modules_on_modules_page() -> list[str]:
-    """The modules of api_modules.md, in page order."""
-    skip = set(top_level_modules()) | {"attnclust"}
-    mods = [m for m in public_modules("attnclust")
-            if m not in skip and not any(_inside(m, p) for p in NOT_ON_THE_PAGES)]
-    return sorted(mods, key=lambda m: _inside(m, MACHINERY))  # stable: the core first
-
-
-def modules_text() -> str:
-    """The MyST text of api_modules.md's ``api-modules`` marker."""
+def modules_text(package: str, packages: list[str]) -> str:
+    """The MyST text of the marker ``{api-modules} package``, given the packages of every
+    marker of the book (each module is documented once, under the marker that covers it;
+    a function or class documented on an earlier page, or by an earlier module, is not
+    documented again)."""
     documented = _documented_on_api_page()
+    pages = module_pages(packages)
+    top = package.count(".") + (package not in pages)  # the package's own section, if any, at level 2
     parts = []
-    for module in modules_on_modules_page():
+    for module, owner in pages.items():
         mod = importlib.import_module(module)
         names = public_names(mod)
         elsewhere = {}
@@ -145,7 +166,9 @@ def modules_text() -> str:
                 elsewhere[name] = documented[key]
             else:
                 documented[key] = f"{module}.{name}"
-        parts.append(_heading(module))
+        if owner != package:
+            continue
+        parts.append(_heading(module, top))
         if names and len(elsewhere) == len(names):
             owners = sorted({d.rsplit(".", 1)[0] for d in elsewhere.values()})
             parts.append("Every public name of this module is documented under "
@@ -160,16 +183,21 @@ def modules_text() -> str:
     return "\n\n".join(parts)
 
 
-def expand(text: str) -> str:
-    """The page source with its markers replaced (see the module docstring)."""
+def expand(text: str, packages: list[str]) -> str:
+    """The page source with its markers replaced (see the module docstring); ``packages``:
+    the packages of every ``api-modules`` marker of the book (:func:`claimed`)."""
     if REST.search(text):
         named = set(NAMES.findall(text))
         rest = [m for m in top_level_modules() if m not in named]
         text = REST.sub(lambda _: "\n\n".join(f"{_heading(m)}\n\n{names_block(m)}" for m in rest), text)
     text = NAMES.sub(lambda m: names_block(m[1]), text)
-    if MODULES.search(text):
-        text = MODULES.sub(lambda _: modules_text(), text)
-    return text
+    return MODULES.sub(lambda m: modules_text(m[1], packages), text)
+
+
+def _book_packages(app) -> list[str]:
+    """The packages of the api-modules markers of every page of the book."""
+    paths = [Path(app.env.doc2path(doc)) for doc in sorted(app.env.found_docs)]
+    return claimed(p.read_text(encoding="utf-8") for p in paths if p.suffix == ".md")
 
 
 _AS_WRITTEN: dict[str, list[str]] = {}
@@ -190,7 +218,9 @@ def restore_as_written(app, what, name, obj, options, lines) -> None:
 
 
 def on_source_read(app, docname: str, source: list[str]) -> None:
-    expanded = expand(source[0])
+    if "{api-" not in source[0]:
+        return
+    expanded = expand(source[0], _book_packages(app))
     if expanded != source[0]:
         source[0] = expanded
         # a module added to the package (a new file) changes its folder: read the page again

@@ -31,8 +31,8 @@ constants it defines (``attnclust._public`` finds them). They are reached in two
   (``ac.train.DRAW_FLOATS``).
 
 The book's API reference is written from the package when the book is built: the top level
-and its six modules on chapters/api.md, every other public module of the core and of
-``attnclust.book`` on chapters/api_modules.md.
+and its six modules on chapters/api.md, every other public module of the core on
+chapters/api_modules.md, and ``attnclust.book`` on the pages after it.
 """
 
 import importlib as _importlib

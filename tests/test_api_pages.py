@@ -44,7 +44,12 @@ def module_files() -> list[str]:
 
 
 def pages() -> tuple[str, str]:
-    return tuple(api_pages.expand((ROOT / "chapters" / f"{p}.md").read_text()) for p in ("api", "api_modules"))
+    """api.md, and every other API page together, as Sphinx reads them."""
+    sources = {p.stem: p.read_text() for p in sorted((ROOT / "chapters").glob("*.md"))}
+    packages = api_pages.claimed(sources.values())
+    others = [api_pages.expand(text, packages) for stem, text in sources.items()
+              if stem != "api" and api_pages.MODULES.search(text)]
+    return api_pages.expand(sources["api"], packages), "\n\n".join(others)
 
 
 _DIRECTIVE = re.compile(r"^\.\. (auto\w+|py:data|currentmodule)::\s*(\S+)[ \t]*\n((?:[ \t]+:[\w-]+:.*\n)*)", re.M)
@@ -95,9 +100,9 @@ def test_every_public_module_and_name_is_on_the_api_pages():
         mod = importlib.import_module(module)
         names = _public.public_names(mod)
         if module != "attnclust" and module not in api_pages.top_level_modules():
-            assert f"`{module}`" in modules_page, f"{module} has no section on api_modules.md"
+            assert f"`{module}`" in modules_page, f"{module} has no section on the API pages"
             if not names:
-                assert module in automodules, f"{module}: its docstring is not on api_modules.md"
+                assert module in automodules, f"{module}: its docstring is not on the API pages"
         for name in names:
             obj = getattr(mod, name)
             if api_pages._kind(obj) == "data":
@@ -223,7 +228,7 @@ def test_the_pages_are_written_by_the_extension():
     api, modules_page = pages()
     assert "{api-" not in api + modules_page
     assert api_pages.REST.search((ROOT / "chapters" / "api.md").read_text())
-    assert api_pages.MODULES.search((ROOT / "chapters" / "api_modules.md").read_text())
+    assert api_pages.MODULES.search((ROOT / "chapters" / "api_modules.md").read_text())[1] == "attnclust"
 
 
 @pytest.fixture
@@ -246,6 +251,7 @@ def dropped(tmp_path, monkeypatch):
 
 
 def test_a_module_added_to_the_package_appears_on_the_modules_page(dropped):
+    """On the page of the core's modules (no marker of another page covers it)."""
     _, modules_page = pages()
     assert f"## `{dropped}`" in modules_page and f".. automodule:: {dropped}\n   :members:" in modules_page
 
@@ -294,3 +300,23 @@ def test_public_names_follow_the_rule(tmp_path, monkeypatch):
     finally:
         sys.modules.pop("toy_rule", None)
         sys.modules.pop("toy_all", None)
+
+
+def test_a_module_is_on_the_page_of_the_innermost_package_a_marker_names(tmp_path, monkeypatch):
+    import attnclust.book.figures as figures
+
+    folder = tmp_path / "figs"
+    folder.mkdir()
+    (folder / "planted_api_figures.py").write_text('def planted():\n    """A figure helper."""\n')
+    monkeypatch.setattr(figures, "__path__", [*figures.__path__, str(folder)])
+    importlib.invalidate_caches()
+    try:
+        sources = {p.stem: p.read_text() for p in (ROOT / "chapters").glob("*.md")}
+        packages = api_pages.claimed(sources.values())
+        on = {stem for stem, text in sources.items() if api_pages.MODULES.search(text)
+              and "`attnclust.book.figures.planted_api_figures`" in api_pages.expand(text, packages)}
+        assert on == {"api_figures"}
+        with pytest.raises(ValueError, match="no api-modules marker"):
+            api_pages.module_pages(["attnclust.book"])
+    finally:
+        sys.modules.pop("attnclust.book.figures.planted_api_figures", None)

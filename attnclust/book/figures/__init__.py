@@ -14,6 +14,9 @@ from attnclust.book.figures._registry import FigureSpec, make, names, register
 
 FIGURES: dict[str, FigureSpec] = _registry.FIGURES
 """Figure name -> its :class:`FigureSpec`, as registered so far (:func:`names` and
-:func:`make` import every figure module first)."""
+:func:`make` import every figure module first).
+
+:meta hide-value:
+"""
 
 __all__ = ["FIGURES", "FigureSpec", "make", "names", "register"]

@@ -33,7 +33,10 @@ from attnclust.book.widgets._registry import ExplorerSpec, explorers, register
 
 EXPLORERS: dict[str, ExplorerSpec] = _registry.EXPLORERS
 """Explorer name -> its :class:`ExplorerSpec`, as registered so far (:func:`explorers`
-imports every explorer module first)."""
+imports every explorer module first).
+
+:meta hide-value:
+"""
 
 __all__ = ["EXPLORERS", "ExplorerSpec", "explorers", "register", "slider_values", "time_moves",
            "latency_report"]
