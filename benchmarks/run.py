@@ -520,20 +520,14 @@ def bench_identity(Ls, tiles: list[dict], full_max_bytes: int, peak: float, reps
 # --------------------------------------------------------------------------- widgets
 
 
-WIDGET_CALLBACKS = (
-    # (module, callback, explorer, slider moves: (slider, values) tried one at a time from the
-    # defaults, as a reader dragging one slider would; every value differs from the defaults
-    # and from the values before it, so no move finds its answer cached)
-    ("mixture", "draw_mixture", "mixture_explorer",
-     (("K", (3, 4)), ("r_over_sigma", (2.0, 6.0)), ("weight", (0.3, 0.7)),
-      ("d", (6, 10)), ("seed", (1, 2, 3)))),
-    ("training", "draw_training", "training_explorer",
-     (("lam", (0.5, 2.0, 4.0)), ("seed", (1, 2, 3)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
-      ("init", ("near", "large", "close")), ("L", (20, 100)), ("d", (2, 10)))),
-    ("quantization", "draw_quantization", "quantization_explorer",
-     (("lam", (0.25, 0.5, 2.0, 4.0)), ("r_over_sigma", (2.0, 6.0)), ("K", (3, 4)),
-      ("L", (200, 400)), ("seed", (1, 2, 3)))),
-)
+def widget_callbacks() -> list[tuple[str, str, str, tuple]]:
+    """(module, callback, explorer, slider moves) of every registered explorer
+    (``attnclust.book.widgets.explorers()``; the moves are the ones its module registered:
+    one slider at a time from the defaults, every value new)."""
+    from attnclust.book.widgets import explorers
+
+    return [(spec.module, spec.draw.__name__, spec.func.__name__, spec.moves)
+            for spec in explorers()]
 
 
 @contextlib.contextmanager
@@ -612,7 +606,7 @@ def bench_widgets() -> list[dict]:
     them: the module's ``prepare()`` first when it has one (the compilation its explorer
     starts in a background thread when it opens; timed here, and not started a second time
     beside the moves), then the explorer is opened (its figure at the defaults), then a
-    scripted sequence of slider moves (``WIDGET_CALLBACKS``: one slider at a time, every
+    scripted sequence of slider moves (:func:`widget_callbacks`: one slider at a time, every
     value new, each slider set back to its default, untimed, before the next). A move's time
     is the explorer's update callback as it runs for a reader (setting the slider runs it),
     less drawing its figure as a PNG (``shown_figures``: inside the callback, by its
@@ -626,10 +620,10 @@ def bench_widgets() -> list[dict]:
 
     out, disabled = [], os.environ.get(DISABLE_ENV)
     with collector_seconds() as collector, shown_figures(collector) as shown:
-        for module, callback, explorer, moves in WIDGET_CALLBACKS:
-            row = {"module": f"attnclust.book.widgets.{module}", "callback": callback, "explorer": explorer}
+        for module, callback, explorer, moves in widget_callbacks():
+            row = {"module": module, "callback": callback, "explorer": explorer}
             try:
-                mod = importlib.import_module(f"attnclust.book.widgets.{module}")
+                mod = importlib.import_module(module)
                 if hasattr(mod, "prepare"):  # what the explorer compiles while the reader reads
                     t0 = time.perf_counter()
                     mod.prepare()

@@ -55,8 +55,8 @@ CALLBACK_S, PNG_S = 0.05, 0.3
 
 
 def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, clock, monkeypatch):
-    monkeypatch.setattr(run, "WIDGET_CALLBACKS",
-                        (("mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("K", (3,)))),))
+    monkeypatch.setattr(run, "widget_callbacks",
+                        lambda: [("attnclust.book.widgets.mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("K", (3,))))])
     drawn = []
     canvas = matplotlib.backend_bases.FigureCanvasBase
     real_print = canvas.print_figure
@@ -94,8 +94,8 @@ def test_moves_are_made_on_the_explorer_and_drawing_is_timed_apart(run, clock, m
 
 
 def test_a_failing_move_is_recorded_not_timed(run, monkeypatch):
-    monkeypatch.setattr(run, "WIDGET_CALLBACKS",
-                        (("mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("nope", (1,)))),))
+    monkeypatch.setattr(run, "widget_callbacks",
+                        lambda: [("attnclust.book.widgets.mixture", "draw_mixture", "mixture_explorer", (("seed", (1, 2)), ("nope", (1,))))])
     from attnclust.book.widgets import mixture
 
     real_draw = mixture.draw_mixture

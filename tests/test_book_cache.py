@@ -255,7 +255,9 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
 
 def _closure(modules: set[str]) -> set[str]:
     """``modules`` and every attnclust module they import, at any depth; a package that
-    loads its submodules on attribute access (a module ``__getattr__``) counts as all of them."""
+    loads its submodules on attribute access (a module ``__getattr__``) counts as all of its
+    public ones (those ``__getattr__`` serves: never a module whose name starts with an
+    underscore, which its own package imports by name)."""
     seen, todo = set(), list(modules)
     while todo:
         m = todo.pop()
@@ -268,7 +270,7 @@ def _closure(modules: set[str]) -> set[str]:
         todo += _imports(tree, package)
         if path.name == "__init__.py" and any(
                 isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
-            todo += [f"{m}.{p.stem}" for p in path.parent.glob("*.py") if p.stem != "__init__"]
+            todo += [f"{m}.{p.stem}" for p in path.parent.glob("*.py") if not p.stem.startswith("_")]
     return seen
 
 

@@ -1,5 +1,5 @@
-"""_toc.yml and chapters/ agree: every TOC entry exists, every chapter is in the TOC; and
-the API reference page (chapters/api.md) documents every name the package exports.
+"""_toc.yml and chapters/ agree: every TOC entry exists, every chapter is in the TOC (the API
+reference pages are checked in test_api_pages.py).
 
 Files in chapters/ whose name starts with an underscore (chapters/_*.md) are helpers
 (snippets for {include}, drafts) and are not chapters; see CONTRIBUTING.md.
@@ -7,8 +7,6 @@ Files in chapters/ whose name starts with an underscore (chapters/_*.md) are hel
 
 from __future__ import annotations
 
-import importlib
-import re
 import sys
 from pathlib import Path
 
@@ -65,32 +63,4 @@ def test_every_chapter_is_in_the_toc():
     assert not orphans, (
         f"chapters not listed in _toc.yml: {orphans} "
         "(add them, or prefix helper files with '_' as CONTRIBUTING.md says)"
-    )
-
-
-# autodoc directives naming one object: `.. autofunction:: sample` (under
-# `.. currentmodule:: attnclust`) or a full name such as `attnclust.train.INITS`.
-_AUTODOC = re.compile(r"^\.\. auto(?:function|class|data|exception)::\s*(\S+)\s*$", re.M)
-
-
-def documented_objects(page: Path) -> list[object]:
-    """The objects the page's autodoc directives document (unqualified names: attnclust)."""
-    objects = []
-    for target in _AUTODOC.findall(page.read_text()):
-        module, _, name = target.rpartition(".")
-        objects.append(getattr(importlib.import_module(module or "attnclust"), name))
-    return objects
-
-
-def test_api_page_documents_every_exported_name():
-    import attnclust
-
-    documented = documented_objects(ROOT / "chapters" / "api.md")
-    missing = [
-        name for name in attnclust.__all__
-        if not any(obj is getattr(attnclust, name) for obj in documented)
-    ]
-    assert not missing, (
-        f"in attnclust.__all__ but not on the API reference page (chapters/api.md): {missing}; "
-        "add an autodoc directive in the section of its layer"
     )

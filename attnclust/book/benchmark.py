@@ -70,15 +70,25 @@ __all__ = [
 ]
 
 KMEANS = "k-means"
+"""Method name of k-means (Lloyd, k-means++ seeding) run prompt by prompt."""
 EM = "EM (spherical)"
+"""Method name of EM for a spherical Gaussian mixture, prompt by prompt."""
 MEANSHIFT = "mean shift"
+"""Method name of flat-kernel mean shift (finds its own number of clusters)."""
 IDENTITY = "identity, 1 layer"
+"""Method name of one identity-attention layer at the temperature chosen from the prompt."""
 IDENTITY_MASKED = "identity, 1 layer, self-masked"
+"""Method name of :data:`IDENTITY` with each token kept from attending to itself."""
 STACK = f"identity, {temperature.STACK_DEPTH} layers"
+"""Method name of the stack of identity layers at the temperature chosen from the prompt."""
 STACK_MASKED = f"identity, {temperature.STACK_DEPTH} layers, self-masked"
+"""Method name of :data:`STACK` with each token kept from attending to itself."""
 ORACLE_BOUND = "identity, 1 layer, bound's lam"
+"""Method name of one identity layer at the best temperature of the distortion bound (knows sigma and r)."""
 ORACLE_BEST = "identity, 1 layer, best lam"
+"""Method name of one identity layer at the temperature that is best on the prompts themselves (an oracle)."""
 BAYES = "nearest true centroid"
+"""Method name of the assignment of each token to its nearest true centroid (knows the centroids)."""
 
 
 @dataclass(frozen=True)

@@ -1,35 +1,26 @@
 """The explorers in the static HTML book, with no kernel and no network: every slider of
-every precomputed explorer (attnclust.book.widgets.static) is moved once, and the figure must
+every registered explorer (attnclust.book.widgets.explorers(), on the page of its chapter;
+attnclust.book.widgets.static) is moved once, and the figure must
 change to the frame that the library draws for the new slider values (recomputed here by
 the same draw function, compared byte for byte)."""
 
 from __future__ import annotations
 
 import base64
-import functools
 import json
 
 import pytest
 
 import book_checks
+from attnclust.book.widgets import explorers
 
 pytestmark = pytest.mark.browser
 REPO = book_checks.REPO
-PAGES = {"mixture": "chapters/mixtures", "quantization": "chapters/icq_experiments",
-         "training": "chapters/training_dynamics"}
 MAX_PAGE_BYTES = 5_000_000
 
 
-def _draw(name):
-    """The function that drew the frames of explorer ``name`` (its ``static=True`` call)."""
-    if name == "mixture":
-        from attnclust.book.widgets.mixture import draw_mixture
-        return draw_mixture
-    if name == "training":
-        from attnclust.book.widgets.training import draw_training
-        return functools.partial(draw_training, batched=True)  # the runs of the group calls
-    from attnclust.book.widgets.quantization import draw_quantization
-    return draw_quantization
+EXPLORERS = {spec.name: spec for spec in explorers()}
+"""Every registered explorer, by name."""
 
 
 _STATE = """(name) => {
@@ -50,18 +41,22 @@ _MOVE = """([name, i, k]) => {
 }"""
 
 
-@pytest.mark.parametrize("name", sorted(PAGES))
+@pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, book_url, built_book):
+    """Explorer ``name`` on the page of its chapter; its frames are compared with its
+    registered ``frames`` function's drawing."""
     from attnclust.book.widgets.static import frame_png
 
-    html = built_book / f"{PAGES[name]}.html"
+    explorer = EXPLORERS[name]
+    page_path = f"chapters/{explorer.chapter}"
+    html = built_book / f"{page_path}.html"
     assert html.stat().st_size <= MAX_PAGE_BYTES, f"{html.name}: {html.stat().st_size} bytes"
-    page, _ = book_checks.open_page(book_context, f"{book_url}{PAGES[name]}.html")
+    page, _ = book_checks.open_page(book_context, f"{book_url}{page_path}.html")
     try:
         state = page.evaluate(_STATE, name)
-        assert state, f"{PAGES[name]}.html has no static {name} explorer"
+        assert state, f"{page_path}.html has no static {name} explorer"
         spec, idx = state["spec"], list(state["idx"])
-        draw = _draw(name)
+        draw = explorer.frames
         src = state["src"]
         for i, slider in enumerate(spec["names"]):
             if spec["sizes"][i] < 2:

@@ -5,7 +5,8 @@ Each module here holds the experiments of one chapter as named functions that ta
 small frozen dataclass of arrays and numbers. Figures (``attnclust.book.figures``) only draw such a
 result, and chapters show what they compute by its attribute names, not by string keys.
 
-An experiment too large for the book's build is registered with ``committed``: its result is
+An experiment too large for the book's build is registered with ``committed`` (in any module
+of this package: :func:`names` imports them all, none is listed): its result is
 written, with its provenance, to ``attnclust/book/results/<name>.json`` by
 
     python -m attnclust experiment NAME [--size full]
@@ -16,7 +17,6 @@ stale (a source it depends on changed) or has the wrong shape.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,10 +24,7 @@ from pathlib import Path
 
 from attnclust import _validate as v
 from attnclust.book import sizes
-
-MODULES: tuple[str, ...] = ("landscape", "twist", "stall_length", "tilt_seeds", "training", "beyond", "icq_sweeps", "digits",
-                            "icq_baselines")
-"""Modules of this package that register committed experiments (imported by ``names``)."""
+from attnclust._public import import_submodules
 
 
 @dataclass(frozen=True)
@@ -61,9 +58,9 @@ def committed(name: str, *, sources: tuple[str, ...], description: str = ""):
 
 
 def names() -> list[str]:
-    """The names of the committed experiments, sorted."""
-    for m in MODULES:
-        importlib.import_module(f"{__name__}.{m}")
+    """The names of the committed experiments, sorted (every public module of this package
+    is imported first: each registers its experiments with :func:`committed`)."""
+    import_submodules(__name__)
     return sorted(COMMITTED)
 
 

@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 D, R, SIGMA, L, LAM = DEFAULT.d, DEFAULT.r, DEFAULT.sigma, DEFAULT.L, DEFAULT.lam
+"""The default setting (dimension, centroid norm, noise level, prompt length, temperature)."""
 LAM_ID = 0.7
 """Identity attention's temperature for the oracle assignment (about the bound's best lam
 at the default setting, 0.691)."""

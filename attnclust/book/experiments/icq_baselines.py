@@ -51,8 +51,11 @@ LONG_L = 1000
 """The long prompt length of the timings."""
 
 KMEANS_JAX = "k-means (JAX)"
+"""Method name of k-means written in JAX and vmapped over prompts."""
 PCA_KMEANS = "k-means on the top K-1 principal directions"
+"""Method name of k-means on each prompt projected on its top K-1 principal directions."""
 PROMPT_MEAN = "prompt mean (one point)"
+"""Method name of the baseline that puts every token at the prompt's mean."""
 
 SIZES = {
     # n: prompts per dimension (128: the sweeps' prompts); n_time, n_time_long: prompts timed
@@ -60,6 +63,7 @@ SIZES = {
     "full": dict(n=128, n_time=32, n_time_long=8, repeats=5, pairs=digits_exp.PAIRS),
     "test": dict(n=8, n_time=4, n_time_long=2, repeats=5, pairs=digits_exp.PAIRS[:3]),
 }
+"""The settings of each size (prompts scored and timed, repeats of a timing, digit pairs)."""
 
 DIGITS_D = 5
 """The projection dimension of the centring test (the digits benchmark's first)."""

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from collections.abc import Callable
 
 from attnclust import _validate as v
 from attnclust.book import sizes
+from attnclust._public import import_submodules
 
 SIZES = ("small", "full")
 """The sizes a figure is drawn at (``attnclust.book.sizes``): the book's and the full one."""
-
-# Modules that register figures; imported lazily by ``names`` and ``make``.
-MODULES = (
-    "mixtures",
-    "attention",
-    "risk",
-    "quantization",
-    "training",
-    "icq",
-    "beyond",
-    "digits",
-    "performance",
-)
 
 
 @dataclass(frozen=True)
@@ -37,6 +24,8 @@ class FigureSpec:
 
 
 FIGURES: dict[str, FigureSpec] = {}
+"""Figure name -> its :class:`FigureSpec`, as registered so far (:func:`names` and
+:func:`make` import every figure module first)."""
 
 
 def register(name: str, chapter: str, description: str = ""):
@@ -52,12 +41,9 @@ def register(name: str, chapter: str, description: str = ""):
 
 
 def _load_all() -> None:
-    for module in MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__package__}.{module}":
-                raise
+    """Import every public module of ``attnclust.book.figures`` (found in the package, not
+    listed): each registers its figures with :func:`register` when it is imported."""
+    import_submodules(__package__)
 
 
 def names() -> list[str]:

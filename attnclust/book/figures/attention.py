@@ -63,7 +63,7 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed
 
     Returns a dict with ``X`` (L, 2) tokens, ``labels`` (L,), ``centroids`` (2, 2),
     ``theta`` (2, 2) heads (:func:`preface_heads`), ``T`` (L, 2) two-head outputs,
-    ``Q`` (L, 2) identity-attention outputs, ``cos`` (2,) the heads' matched |cos| with the
+    ``Q`` (L, 2) identity-attention outputs, ``cos`` (2,) the heads' matched ``|cos|`` with the
     centroids; ``spread_in`` / ``spread_T`` / ``spread_Q``: the mean distance of tokens /
     two-head outputs / identity outputs to the mean of their cluster (the same quantity for
     the three panels); ``flat_in`` / ``flat_T``: per cluster, the ratio of the smaller to

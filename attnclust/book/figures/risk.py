@@ -160,7 +160,7 @@ def aligned_branch_data(size: str = "small") -> dict:
 @register("aligned-branch", chapter=CHAPTER)
 def aligned_branch(size: str = "small") -> plt.Figure:
     """Left: the aligned fixed point c*(lam) beside the norm of the tilted minimiser's
-    heads; middle: |cos| of the tilted minimiser to its centroid; right: both risks."""
+    heads; middle: ``|cos|`` of the tilted minimiser to its centroid; right: both risks."""
     D = aligned_branch_data(size)
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.3))
     ticks = [0.02, 0.1, 0.5, 1, 4]

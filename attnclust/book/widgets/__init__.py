@@ -1,17 +1,19 @@
-"""Interactive explorers for Jupyter (ipywidgets), one module per explorer:
+"""Interactive explorers for Jupyter (ipywidgets), one module per explorer
+(``widgets.mixture``, ``widgets.training``, ``widgets.quantization``, ...).
 
-- ``widgets.mixture``: the mixture explorer (chapter "Gaussian mixtures and clustering");
-- ``widgets.training``: the training explorer (chapter "Training dynamics");
-- ``widgets.quantization``: the quantization explorer (chapter "In-context quantization
-  experiments").
+Each explorer module registers its explorer with :func:`register` (its name, the chapter
+that shows it, its update callback, and the slider moves the benchmark makes); nothing
+lists the modules: :func:`explorers` imports every public module of this package and
+returns what they registered, and the benchmark (``benchmarks/run.py``), the browser
+checks of the static pages and the API reference read that registry.
 
 Each explorer's update callback is a plain library function (tested) that redraws a
 matplotlib figure from slider values; the chapters show that figure statically above the
 widget, and call every explorer with ``static=True`` so that HTML
 readers also get sliders that work without a kernel (``widgets.static``: the figure
-precomputed over a grid of the sliders' values). Names are resolved lazily from the
-submodules, so ``attnclust.book.widgets.mixture_explorer`` works without importing ipywidgets
-at package import time.
+precomputed over a grid of the sliders' values). The public names of the modules are
+resolved lazily, so ``attnclust.book.widgets.mixture_explorer`` works without
+importing ipywidgets at package import time.
 
 Modules whose callbacks compile JAX programs have a ``prepare()`` that compiles every
 shape their sliders allow; their explorer starts it in a background thread when it opens.
@@ -24,6 +26,20 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
+from attnclust._public import public_names, submodule_names
+from attnclust.book.widgets import _registry
+from attnclust.book.widgets._registry import ExplorerSpec, explorers, register
+
+EXPLORERS: dict[str, ExplorerSpec] = _registry.EXPLORERS
+"""Explorer name -> its :class:`ExplorerSpec`, as registered so far (:func:`explorers`
+imports every explorer module first).
+
+:meta hide-value:
+"""
+
+__all__ = ["EXPLORERS", "ExplorerSpec", "explorers", "register", "slider_values", "time_moves",
+           "latency_report"]
 
 
 def slider_values(control) -> tuple:
@@ -73,19 +89,13 @@ def latency_report(times: dict) -> tuple[float, str]:
                         f"max {t.max() * 1e3:.0f} ms at {slowest}")
 
 
-_MODULES = ("mixture", "training", "quantization")
-
-
 def __getattr__(name):
+    """A public name of a public module of the package (``attnclust._public``; the
+    first such module by name)."""
     if name.startswith("__"):  # __all__, __path__ ...: never from a submodule
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    for module in _MODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as err:
-            if err.name == f"{__name__}.{module}":
-                continue
-            raise
-        if hasattr(mod, name):
+    for module in submodule_names(__name__):
+        mod = importlib.import_module(module)
+        if name in public_names(mod):
             return getattr(mod, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

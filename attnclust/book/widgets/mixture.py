@@ -17,6 +17,7 @@ import numpy as np
 
 from attnclust import _validate as v
 from attnclust.baselines import kmeans_per_prompt
+from attnclust.book.widgets._registry import register
 from attnclust.metrics import adjusted_rand
 from attnclust.setting import DEFAULT
 
@@ -138,23 +139,27 @@ STATIC_ALT = ("One prompt of the mixture projected on the first two centroid dir
               "tokens coloured by their true component, true centroids as crosses and the "
               "k-means centres as black circles; the title gives the k-means adjusted Rand "
               "index and distortion against the noise floor.")
+"""The alt text of every frame of the static explorer."""
 
 
+@register("mixture", chapter="mixtures", draw=draw_mixture,
+          moves=(("K", (3, 4)), ("r_over_sigma", (2.0, 6.0)), ("weight", (0.3, 0.7)),
+                 ("d", (6, 10)), ("seed", (1, 2, 3))))
 def mixture_explorer(static: bool = False):
     """The explorer: sliders K, r/sigma, weight of component 1, d, seed, and the figure.
 
     Returns an ``ipywidgets.VBox``; its ``figure`` attribute is the matplotlib figure that
     every slider move redraws through :func:`draw_mixture`. With ``static``, the box
     together with its precomputed twin over :data:`STATIC_GRID`
-    (:func:`attnclust.book.widgets.static.explorer`): the live widget in Jupyter, the
+    (:func:`attnclust.book.widgets.static.twin`): the live widget in Jupyter, the
     precomputed sliders in the HTML book (the chapter's cell).
     """
     box = _live_explorer()
     if not static:
         return box
-    from attnclust.book.widgets.static import explorer
+    from attnclust.book.widgets.static import twin
 
-    return explorer("mixture", box, draw_mixture, STATIC_GRID, DEFAULTS, STATIC_ALT)
+    return twin(mixture_explorer, box, STATIC_GRID, DEFAULTS, STATIC_ALT)
 
 
 def _live_explorer():

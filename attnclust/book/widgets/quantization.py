@@ -36,6 +36,7 @@ from attnclust import _validate as v
 from attnclust import symbolic
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
 from attnclust.setting import DEFAULT
+from attnclust.book.widgets._registry import register
 
 R = DEFAULT.r
 """Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
@@ -235,20 +236,23 @@ STATIC_ALT = ("Left, one prompt's tokens and their identity-attention outputs pr
               "marked; the title gives the prompt's distortion and the oracle ARI.")
 
 
+@register("quantization", chapter="icq_experiments", draw=draw_quantization,
+          moves=(("lam", (0.25, 0.5, 2.0, 4.0)), ("r_over_sigma", (2.0, 6.0)), ("K", (3, 4)),
+                 ("L", (200, 400)), ("seed", (1, 2, 3))))
 def quantization_explorer(static: bool = False):
     """Sliders for lam (log scale), r/sigma, K, L and seed, redrawing
     ``draw_quantization`` (needs a live kernel; returns an ipywidgets VBox). Opening it
     starts :func:`prepare` in a background thread (the box's ``prepare_thread``), so that
     the first move to a new K does not wait for compilation. With ``static``, the box
     together with its precomputed twin over :data:`STATIC_GRID`
-    (:func:`attnclust.book.widgets.static.explorer`): the live widget in Jupyter, the
+    (:func:`attnclust.book.widgets.static.twin`): the live widget in Jupyter, the
     precomputed sliders in the HTML book."""
     box = _live_explorer()
     if not static:
         return box
-    from attnclust.book.widgets.static import explorer
+    from attnclust.book.widgets.static import twin
 
-    return explorer("quantization", box, draw_quantization, STATIC_GRID, DEFAULTS, STATIC_ALT)
+    return twin(quantization_explorer, box, STATIC_GRID, DEFAULTS, STATIC_ALT)
 
 
 def _live_explorer():

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import matplotlib.figure
 import matplotlib.pyplot as plt
 
-__all__ = ["Grid", "StaticExplorer", "explorer", "frame_png", "render_frames"]
+__all__ = ["Grid", "StaticExplorer", "explorer", "twin", "frame_png", "render_frames"]
 
 DPI = 64
 """Resolution of the frames (the live explorers draw at the notebook's default)."""
@@ -222,3 +222,14 @@ def explorer(name: str, live, draw: Callable[..., matplotlib.figure.Figure],
     both = _Both(live, StaticExplorer(name, grid, frames, alt))
     both.sliders = getattr(live, "sliders", None)
     return both
+
+
+def twin(func: Callable, live, values: Mapping[str, Sequence], defaults: Mapping[str, object],
+         alt: str, progress: bool = True):
+    """:func:`explorer` for the registered explorer function ``func``
+    (:func:`attnclust.book.widgets.register`): the static twin carries the name it was
+    registered under, and its frames are drawn by the registered ``frames`` function."""
+    from attnclust.book.widgets._registry import spec_of
+
+    spec = spec_of(func)
+    return explorer(spec.name, live, spec.frames, values, defaults, alt, progress=progress)

@@ -39,14 +39,20 @@ from attnclust.setting import DEFAULT
 from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.train import INITS, FitResult, fit
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
+from attnclust.book.widgets._registry import register
 
 LAMS = (0.5, 1.0, 2.0, 4.0)
+"""The values of the lam slider."""
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
+"""The values of the r / sigma slider."""
 DIMS = (2, 5, 10)
+"""The values of the d slider."""
 LENGTHS = (20, 50, 100)
+"""The values of the L slider (tokens per prompt)."""
 BUDGET = sweeps.budget("small")
 """The training budget of every run of the explorer (the chapter's "small" budget)."""
 N_SEEDS = BUDGET.seeds // len(LAMS)
+"""Seeds of the seed slider (the budget's seeds shared among the values of lam)."""
 R = DEFAULT.r
 DEFAULTS = dict(lam=DEFAULT.lam, r_over_sigma=DEFAULT.r / DEFAULT.sigma, d=DEFAULT.d, L=DEFAULT.L,
                 seed=0, init="small")
@@ -320,8 +326,13 @@ d and L keep their default there."""
 STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
               "the minibatch risk against the Adam step; right, the two heads' paths in the "
               "plane of the centroids over a cloud of tokens; the title gives the slider values.")
+"""The alt text of every frame of the static explorer."""
 
 
+@register("training", chapter="training_dynamics", draw=draw_training,
+          frames=partial(draw_training, batched=True),
+          moves=(("lam", (0.5, 2.0, 4.0)), ("seed", (1, 2, 3)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
+                 ("init", ("near", "large", "close")), ("L", (20, 100)), ("d", (2, 10))))
 def training_explorer(static: bool = False):
     """The explorer: sliders lam, r/sigma, d, L, seed, and the initialisation regime.
 
@@ -330,15 +341,14 @@ def training_explorer(static: bool = False):
     ``prepare_thread`` is the background thread of :func:`prepare` (started once the
     figure at the defaults is drawn, so that later moves do not wait for compilation).
     With ``static``, the box together with its precomputed twin over :data:`STATIC_GRID`
-    (:func:`attnclust.book.widgets.static.explorer`, frames by ``draw_training(batched=True)``):
+    (:func:`attnclust.book.widgets.static.twin`, frames by ``draw_training(batched=True)``):
     the live widget in Jupyter, the precomputed sliders in the HTML book.
     """
     box = _live_explorer()
     if static:  # the frames first: the background compilation would compete with them
-        from attnclust.book.widgets.static import explorer
+        from attnclust.book.widgets.static import twin
 
-        both = explorer("training", box, partial(draw_training, batched=True), STATIC_GRID,
-                        DEFAULTS, STATIC_ALT)
+        both = twin(training_explorer, box, STATIC_GRID, DEFAULTS, STATIC_ALT)
     box.prepare_thread = prepare_in_background()
     return both if static else box
 
