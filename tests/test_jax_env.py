@@ -52,7 +52,7 @@ def _recipe(target: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("target, program, fast", [
-    ("book", "jupyter-book", True), ("bench-book", "benchmarks/book.py", True),
+    ("book", "jupyter-book", True), ("bench-book", "benchmarks/run.py", False),
     ("lab", "jupyter", False), ("bench", "benchmarks/run.py", False)])
 def test_make_targets_run_through_the_settings(target, program, fast):
     (command,) = [c for c in _recipe(target) if any(w.endswith(program) for w in c)]
