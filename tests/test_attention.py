@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import attnclust as ac
+from attnclust import _kernels as kernels
 
 # Every new shape compiles anew, so each property runs on 12 derandomised examples.
 few = settings(max_examples=12)
@@ -100,11 +101,9 @@ def test_blocked_identity_matches_unblocked(seed, L, d, block, lam):
 def test_key_tiles_match_unblocked(seed, L, block, key_block):
     """Several key tiles, with padding in the last: the online softmax's rescaling and the
     masked padded keys (KEY_BLOCK is larger than any L here, so the public call has one)."""
-    from attnclust.attention import _identity_blocked
-
     X, _, _ = _draw(seed, L, 3)
     np.testing.assert_allclose(
-        _identity_blocked(X, 2.0, min(block, L), key_block), ac.identity_attention(X, 2.0),
+        kernels.identity_blocked(X, 2.0, min(block, L), key_block), ac.identity_attention(X, 2.0),
         rtol=1e-5, atol=1e-5,
     )
 
@@ -112,10 +111,8 @@ def test_key_tiles_match_unblocked(seed, L, block, key_block):
 def test_blocked_identity_is_finite_at_huge_temperature(key):
     """lam = 1e4 with logits near 1e5: each output is (up to rounding) its nearest-in-score
     token, for the tiled and the unblocked evaluations alike."""
-    from attnclust.attention import _identity_blocked
-
     X = 10.0 * jax.random.normal(key, (1, 20, 3))
-    for out in (_identity_blocked(X, 1e4, 4, 6), ac.identity_attention(X, 1e4)):
+    for out in (kernels.identity_blocked(X, 1e4, 4, 6), ac.identity_attention(X, 1e4)):
         assert np.all(np.isfinite(out))
         best = jnp.argmax(X[0] @ X[0].T, axis=-1)
         np.testing.assert_allclose(out[0], X[0][best], rtol=1e-5, atol=1e-4)

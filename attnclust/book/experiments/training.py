@@ -131,7 +131,7 @@ def summarise(result: FitResult, setting: dict) -> Runs:
                 np.asarray(result.thetas, np.float64))
 
 
-def _setting(size: str, **kw) -> dict:
+def budget_setting(size: str, **kw) -> dict:
     b = sweeps.budget(size)
     s = dict(K=2, d=5, r=2.0, sigma=0.5, lam=LAM, init="small", seeds=b.seeds, steps=b.steps,
              batch=b.batch, L=b.L, lr=b.lr)
@@ -141,7 +141,7 @@ def _setting(size: str, **kw) -> dict:
 
 @lru_cache(maxsize=None)
 def _train(size: str, **kw) -> Runs:
-    s = _setting(size, **kw)
+    s = budget_setting(size, **kw)
     res = sweeps.run_seeds(size, K=s["K"], d=s["d"], r=s["r"], sigma=s["sigma"], lam=s["lam"],
                            init=s["init"], lr=s["lr"], steps=s["steps"], seeds=s["seeds"])
     return summarise(res, s)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnclust as ac
-from attnclust._numerics import rank_one_softmax_pool
+from attnclust._kernels import rank_one_softmax_pool
 
 
 def _reference(lam, Pq, Pk):
@@ -206,7 +206,7 @@ def test_training_step_keeps_no_score_matrix(L):
     L = 1024; the pooling that stored its weights held several of those)."""
     import optax
 
-    from attnclust._numerics import TILE_BYTES
+    from attnclust._kernels import TILE_BYTES
 
     m = ac.orthogonal_mixture()
     X = jax.ShapeDtypeStruct((32, L, m.d), jnp.float32)
