@@ -149,3 +149,41 @@ def test_identity_stack(key):
     np.testing.assert_allclose(st[1], ac.identity_attention(X, 0.7), atol=1e-6)
     np.testing.assert_allclose(st[2], ac.identity_attention(st[1], 0.7), atol=1e-6)
     assert ac.identity_stack(X, 0.7, 0).shape == (1, 3, 20, 5)
+
+
+@pytest.mark.bad_input
+def test_boolean_tokens_are_refused_and_bfloat16_accepted(key):
+    """A boolean array is not tokens (a mask passed by mistake): TypeError naming X and the
+    dtypes allowed. bfloat16 tokens are real numbers: converted to float32 like float16."""
+    X = jax.random.normal(key, (2, 6, 3))
+    theta = jnp.eye(2, 3)
+    for call in (lambda A: ac.two_head_layer(theta, A, 1.0), lambda A: ac.identity_attention(A, 1.0)):
+        with pytest.raises(TypeError, match=r"X must hold real numbers \(integer or floating"):
+            call(X > 0)
+        half = X.astype(jnp.bfloat16)
+        for given_ in (half, np.asarray(half)):
+            out = call(given_)
+            assert out.dtype == jnp.float32
+            np.testing.assert_allclose(out, call(half.astype(jnp.float32)), rtol=0, atol=0)
+
+
+def test_identity_attention_tiles_on_its_own_above_the_memory_bound(monkeypatch, key):
+    """Without ``block``, a batch whose scores exceed FULL_SCORES_BYTES is computed tile by
+    tile (AUTO_BLOCK queries a tile) instead of as one L x L array: the same numbers."""
+    from attnclust import attention
+
+    X = jax.random.normal(key, (2, 40, 3))
+    full = ac.identity_attention(X, 0.7)
+    monkeypatch.setattr(attention, "FULL_SCORES_BYTES", 4 * 2 * 40 * 40 - 1)
+    monkeypatch.setattr(kernels, "identity_full", None)  # the full path may not run
+    np.testing.assert_allclose(ac.identity_attention(X, 0.7), full, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_identity_attention_of_a_long_prompt_without_block():
+    """L = 60,000: one 14 GB array of scores failed in XLA ("YNNPACK operation failed"); the
+    automatic tiles keep it finite, each output a convex combination of the tokens."""
+    X = jnp.asarray(np.random.default_rng(0).normal(size=(1, 60_000, 2)), jnp.float32)
+    out = np.asarray(ac.identity_attention(X, 0.5))
+    assert out.shape == X.shape and np.all(np.isfinite(out))
+    assert np.all(out.max(axis=1) <= np.asarray(X).max(axis=1)) and np.all(out.min(axis=1) >= np.asarray(X).min(axis=1))

@@ -95,3 +95,44 @@ def test_annotated_shapes_are_checked_in_the_tests():
     in the checker, before the library's own ValueError could."""
     with pytest.raises(jaxtyping.TypeCheckError):
         ac.abs_cosines(np.ones((2, 3)), np.ones((2, 4)))
+
+
+_MU = np.array([[2.0, 0.0], [0.0, 2.0]])
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("labels", [[[0, 7]], [[-1, 1]], [[0, 2]]])
+def test_own_centroids_refuses_labels_outside_the_components(labels):
+    """Labels index the K centroids: 7 or -1 picked a wrong centroid (-1 the last, 7 clipped)."""
+    with pytest.raises(ValueError, match="labels must lie in 0..K-1"):
+        ac.own_centroids(_MU, labels)
+    with pytest.raises(ValueError, match="labels must lie in 0..K-1"):
+        ac.own_centroids(np.broadcast_to(_MU, (1, 2, 2)), labels)
+
+
+def test_own_centroids_picks_each_tokens_centroid():
+    np.testing.assert_array_equal(ac.own_centroids(_MU, np.array([[1, 0]])), [[[0.0, 2.0], [2.0, 0.0]]])
+    per_prompt = np.stack([_MU, -_MU])
+    np.testing.assert_array_equal(ac.own_centroids(per_prompt, np.array([[1], [0]])), [[[0.0, 2.0]], [[-2.0, 0.0]]])
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_nearest_centroid_refuses_non_finite_tokens(value):
+    """A NaN token has no nearest centroid (argmin of NaN distances answered 0)."""
+    Z = np.zeros((1, 3, 2))
+    Z[0, 1, 0] = value
+    with pytest.raises(ValueError, match="Z must be finite"):
+        ac.nearest_centroid(Z, _MU)
+    np.testing.assert_array_equal(ac.nearest_centroid(np.array([[[2.0, 0.1], [0.1, 2.0]]]), _MU), [[0, 1]])
+
+
+@pytest.mark.bad_input
+def test_within_spread_refuses_labels_beyond_K():
+    """Labels >= K fell outside every cluster (the spread came out NaN or without them)."""
+    Z = np.random.default_rng(0).normal(size=(2, 4, 2))
+    with pytest.raises(ValueError, match="labels must lie in 0..K-1 = 0..1"):
+        ac.within_spread(Z, [[0, 1, 2, 3], [0, 0, 1, 1]], 2)
+    with pytest.raises(ValueError, match="labels' shape"):
+        ac.within_spread(Z, [[0, 1, 1], [0, 0, 1]], 2)
+    assert np.isfinite(ac.within_spread(Z, [[0, 1, 1, 0], [0, 0, 1, 1]], 2))

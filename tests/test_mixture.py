@@ -67,3 +67,52 @@ def test_vmap_over_a_stack_of_mixtures_with_an_axes_prefix():
 def test_axes_prefix_takes_ints_or_none():
     with pytest.raises(TypeError, match="axis"):
         ac.GaussianMixture.axes(0, "0", None)
+
+
+class _ArrayLike:
+    """What pandas hands over: an object with ``__array__`` and nothing else."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+_MU = np.eye(2, 3)
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("fields, name", [
+    (dict(weights=_ArrayLike([2.0, -1.0]), centroids=_ArrayLike(_MU), sigma=-1.0), "weights"),
+    (dict(weights=_ArrayLike([0.5, 0.5]), centroids=_ArrayLike(_MU), sigma=-1.0), "sigma"),
+    (dict(weights=_ArrayLike([0.5, 0.5]), centroids=_MU, sigma=_ArrayLike(np.nan)), "sigma"),
+    (dict(weights=memoryview(np.array([2.0, -1.0])), centroids=_MU, sigma=0.5), "weights"),
+    (dict(weights=[0.5, 0.5], centroids=memoryview(np.array([[np.nan, 0, 0], [0, 1, 0]])), sigma=0.5), "centroids"),
+])
+def test_array_likes_are_validated_like_arrays(fields, name):
+    """Fields given as __array__ objects (a pandas Series) or memoryviews are read and checked
+    as arrays; they skipped every check (weights [2, -1] with sigma -1 were accepted)."""
+    with pytest.raises(ValueError, match=name):
+        ac.GaussianMixture(**fields)
+
+
+def test_array_likes_give_the_same_mixture():
+    m = ac.GaussianMixture(_ArrayLike([0.25, 0.75]), memoryview(_MU.astype(np.float32)), _ArrayLike(0.5))
+    np.testing.assert_array_equal(m.weights, [0.25, 0.75])
+    np.testing.assert_array_equal(m.centroids, _MU)
+    assert m.sigma == 0.5
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("call, names", [
+    (lambda: ac.sample(jax.random.PRNGKey(0), ac.orthogonal_mixture(), 10**10, 50), ["n_prompts", "L", "memory"]),
+    (lambda: ac.sample_in_context(jax.random.PRNGKey(0), 2, 5, 2.0, 0.5, 10**10, 50), ["n_prompts", "memory"]),
+    (lambda: ac.random_orthogonal_centroids(jax.random.PRNGKey(0), 10**12, 2, 5, 2.0), ["n_prompts", "memory"]),
+])
+def test_a_sample_too_large_for_memory_is_refused_before_xla(call, names):
+    """10**10 prompts of 50 tokens are 10 TB: a ValueError naming the sizes, where XLA ended
+    the whole process."""
+    with pytest.raises(ValueError) as info:
+        call()
+    assert all(n in str(info.value) for n in names), str(info.value)

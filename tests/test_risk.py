@@ -85,3 +85,25 @@ def test_population_risk_gradient_matches_finite_differences(mixture):
         fd[idx] = (float(f(theta + e)) - float(f(theta - e))) / (2 * h)
     np.testing.assert_allclose(g, fd, atol=2e-3, rtol=1e-3)
     assert np.abs(g).max() > 0.1
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("n_nodes", [257, 500, 20_000])
+def test_population_risk_refuses_more_nodes_than_the_rule_holds(n_nodes):
+    """NumPy's Gauss-Hermite rule is NaN beyond about 370 nodes (the risk came out as an
+    "overflow") and costs O(n^3) (20,000 nodes ran for minutes, or ran out of memory): a
+    ValueError naming the limit, before any allocation."""
+    m = ac.orthogonal_mixture()
+    with pytest.raises(ValueError, match=r"n_nodes must be an integer in 2\.\.256"):
+        ac.population_risk(m.centroids, m, 1.0, n_nodes=n_nodes)
+    assert np.isfinite(float(ac.population_risk(m.centroids, m, 1.0, n_nodes=256)))
+
+
+@pytest.mark.bad_input
+def test_empirical_risk_of_an_empty_batch_is_refused():
+    """No prompt to average over: the mean of nothing was reported as a float32 overflow."""
+    m = ac.orthogonal_mixture()
+    X = np.zeros((0, 8, 5), np.float32)
+    with pytest.raises(ValueError, match="X must hold at least one prompt"):
+        ac.empirical_risk(m.centroids, X, 1.0)
+    assert ac.two_head_layer(m.centroids, X, 1.0).shape == (0, 8, 5)  # a layer of no prompts is fine
