@@ -271,7 +271,8 @@ def mixture_weights(name: str, value: Any, shape_: tuple) -> jax.Array:
     """``value`` as float32 mixing weights of shape ``shape_`` (one per component, a stack of
     mixtures adding leading axes): finite, >= 0, each set summing to 1 within 1e-5."""
     w = real_array(name, value)
-    shape(name, w.shape, f"{tuple(shape_)}, one weight per component", tuple(w.shape) == tuple(shape_))
+    shape(name, w.shape, f"{tuple(shape_)}, one weight per row of centroids (their shape without d)",
+          tuple(w.shape) == tuple(shape_))
     w64 = np.asarray(w, np.float64)
     if np.any(w64 < 0):
         raise ValueError(f"{name} must be >= 0, got {name}={describe(w64)}")

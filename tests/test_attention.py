@@ -187,3 +187,119 @@ def test_identity_attention_of_a_long_prompt_without_block():
     out = np.asarray(ac.identity_attention(X, 0.5))
     assert out.shape == X.shape and np.all(np.isfinite(out))
     assert np.all(out.max(axis=1) <= np.asarray(X).max(axis=1)) and np.all(out.min(axis=1) >= np.asarray(X).min(axis=1))
+
+
+# ---------------------------------------------------------------- bad and extreme input of the layers
+# Each call of these tables either raises a clear error or returns a correct finite result
+# (tests/bad_input.py's ``check_case``).
+
+from bad_input import (  # noqa: E402
+    BAD_ARRAYS as bad_arrays,
+    BAD_LAMS,
+    check_case,
+    close,
+    collector,
+    finite,
+    hard_identity,
+    HUGE_LAMS,
+    NAN,
+    nan_at,
+    TH,
+    X,
+    Z,
+)
+
+_BAD: list = []
+case = collector(_BAD)
+
+th = ac.two_head_layer
+for lam in BAD_LAMS:
+    case(f"two_head_layer lam={lam}", lambda lam=lam: th(TH, X, lam), ["lam"], error=True)
+case("two_head_layer lam='1'", lambda: th(TH, X, "1"), ["lam"], error=True)
+case("two_head_layer lam=(2,)", lambda: th(TH, X, jnp.ones(2)), ["lam"], error=True)
+for lam in HUGE_LAMS:
+    case(f"two_head_layer lam={lam:g}", lambda lam=lam: th(TH, X, lam))
+for label, f in bad_arrays:
+    case(f"two_head_layer X {label}", lambda f=f: th(TH, f(X), 1.0), ["X"], error=True)
+    case(f"two_head_layer theta {label}", lambda f=f: th(f(TH), X, 1.0), ["theta"], error=True)
+case("two_head_layer X float16 lam=1e4", lambda: th(TH, X.astype(jnp.float16), 1e4))
+case("two_head_layer X*1e20", lambda: th(TH, X * 1e20, 1.0), ["X"])
+case("two_head_layer theta*1e10", lambda: th(TH * 1e10, X, 1.0), ["theta"])
+case("two_head_layer X list", lambda: th(TH, X.tolist(), 1.0), check=close(th(TH, X, 1.0)))
+case("two_head_layer theta list", lambda: th(TH.tolist(), X, 1.0), check=close(th(TH, X, 1.0)))
+case("two_head_layer X 1-D", lambda: th(TH, X[0, 0], 1.0), ["X"], error=True)
+case("two_head_layer X L=0", lambda: th(TH, X[:, :0], 1.0), ["X", "L"], error=True)
+case("two_head_layer theta wrong d", lambda: th(TH[:, :4], X, 1.0), ["theta"], error=True)
+case("two_head_layer theta 1-D", lambda: th(TH[0], X, 1.0), ["theta"], error=True)
+case("two_head_layer theta 3-D", lambda: th(TH[None], X, 1.0), ["theta"], error=True)
+case("two_head_layer H=0", lambda: th(TH[:0], X, 1.0), ["theta", "H"], error=True)
+case("two_head_layer X int", lambda: th(TH, jnp.round(X).astype(int), 1.0))
+
+ta = ac.two_head_attend
+for lam in BAD_LAMS:
+    case(f"two_head_attend lam={lam}", lambda lam=lam: ta(TH, Z, X, lam), ["lam"], error=True)
+for lam in HUGE_LAMS:
+    case(f"two_head_attend lam={lam:g}", lambda lam=lam: ta(TH, Z, X, lam))
+for label, f in bad_arrays[:3]:
+    case(f"two_head_attend Z {label}", lambda f=f: ta(TH, f(Z), X, 1.0), ["Z"], error=True)
+    case(f"two_head_attend X {label}", lambda f=f: ta(TH, Z, f(X), 1.0), ["X"], error=True)
+case("two_head_attend theta nan", lambda: ta(nan_at(TH), Z, X, 1.0), ["theta"], error=True)
+case("two_head_attend Z wrong d", lambda: ta(TH, Z[..., :4], X, 1.0), ["Z"], error=True)
+case("two_head_attend batch mismatch", lambda: ta(TH, jnp.concatenate([Z, Z[:1]]), X, 1.0), [("Z", "X")], error=True)
+case("two_head_attend Z 1-D", lambda: ta(TH, Z[0, 0], X, 1.0), ["Z"], error=True)
+case("two_head_attend X*1e20", lambda: ta(TH, Z, X * 1e20, 1.0), ["X"])
+case("two_head_attend lists", lambda: ta(TH.tolist(), Z.tolist(), X.tolist(), 1.0), check=close(ta(TH, Z, X, 1.0)))
+case("two_head_attend float16", lambda: ta(TH, Z.astype(jnp.float16), X.astype(jnp.float16), 1e4))
+
+ia = ac.identity_attention
+for block in (None, 4):
+    for lam in BAD_LAMS:
+        case(f"identity_attention block={block} lam={lam}", lambda lam=lam, b=block: ia(X, lam, block=b), ["lam"], error=True)
+    case(f"identity_attention block={block} lam=1", lambda b=block: ia(X, 1.0, block=b), check=close(ia(X, 1.0)))
+    for lam in HUGE_LAMS:
+        # at lam >= 1e9 the softmax is a hard argmax on the default mixture's tokens
+        chk = close(hard_identity(X, X)) if lam >= 1e9 else None
+        case(f"identity_attention block={block} lam={lam:g}", lambda lam=lam, b=block: ia(X, lam, block=b), check=chk)
+    case(f"identity_attention block={block} X float16 lam=1e4", lambda b=block: ia(X.astype(jnp.float16), 1e4, block=b),
+         check=lambda r: finite(r) and r.dtype == jnp.float32)
+    case(f"identity_attention block={block} X*1e20", lambda b=block: ia(X * 1e20, 1.0, block=b),
+         ["X"], check=close(hard_identity(X, X) * 1e20, rtol=1e-4, atol=1e16))
+    for label, f in bad_arrays:
+        case(f"identity_attention block={block} X {label}", lambda f=f, b=block: ia(f(X), 1.0, block=b), ["X"], error=True)
+    case(f"identity_attention block={block} X list", lambda b=block: ia(X.tolist(), 1.0, block=b), check=close(ia(X, 1.0)))
+    case(f"identity_attention block={block} X 1-D", lambda b=block: ia(X[0, 0], 1.0, block=b), ["X"], error=True)
+    case(f"identity_attention block={block} L=0", lambda b=block: ia(X[:, :0], 1.0, block=b), ["X", "L"], error=True)
+for b in [0, -1, 2.5, "4"]:
+    case(f"identity_attention block={b!r}", lambda b=b: ia(X, 1.0, block=b), ["block"], error=True)
+
+iat = ac.identity_attend
+for lam in BAD_LAMS:
+    case(f"identity_attend lam={lam}", lambda lam=lam: iat(Z, X, lam), ["lam"], error=True)
+for lam in HUGE_LAMS:
+    chk = close(hard_identity(Z, X)) if lam >= 1e9 else None
+    case(f"identity_attend lam={lam:g}", lambda lam=lam: iat(Z, X, lam), check=chk)
+for label, f in bad_arrays[:3]:
+    case(f"identity_attend Z {label}", lambda f=f: iat(f(Z), X, 1.0), ["Z"], error=True)
+    case(f"identity_attend X {label}", lambda f=f: iat(Z, f(X), 1.0), ["X"], error=True)
+case("identity_attend Z wrong d", lambda: iat(Z[..., :4], X, 1.0), ["Z"], error=True)
+case("identity_attend batch mismatch", lambda: iat(jnp.concatenate([Z, Z[:1]]), X, 1.0), [("Z", "X")], error=True)
+case("identity_attend X*1e20", lambda: iat(Z * 1e20, X * 1e20, 1.0), ["X", "Z"])
+case("identity_attend float16", lambda: iat(Z.astype(jnp.float16), X.astype(jnp.float16), 1e4))
+case("identity_attend lists", lambda: iat(Z.tolist(), X.tolist(), 1.0), check=close(iat(Z, X, 1.0)))
+
+MASK = jnp.arange(8) < 5
+ref = lambda lam: iat(Z, X[:, :5], lam)  # noqa: E731
+case("identity_attend key_mask", lambda: iat(Z, X, 1.0, key_mask=MASK), check=close(ref(1.0)))
+case("identity_attend key_mask lam=1e30", lambda: iat(Z, X, 1e30, key_mask=MASK), check=close(ref(1e30)))
+case("identity_attend key_mask batched", lambda: iat(Z, X, 1.0, key_mask=jnp.stack([MASK, MASK])), check=close(ref(1.0)))
+case("identity_attend key_mask all False", lambda: iat(Z, X, 1.0, key_mask=jnp.zeros(8, bool)), ["key_mask"], error=True)
+case("identity_attend key_mask int", lambda: iat(Z, X, 1.0, key_mask=jnp.ones(8, int)), ["key_mask"])
+case("identity_attend key_mask wrong L", lambda: iat(Z, X, 1.0, key_mask=jnp.ones(7, bool)), ["key_mask"], error=True)
+case("identity_attend key_mask NaN in masked X", lambda: iat(Z, X.at[:, 7].set(NAN), 1.0, key_mask=MASK), ["X"], check=close(ref(1.0)))
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("c", _BAD)
+def test_bad_input_to_the_layers(c):
+    """The two layers: a clear error or a correct result for every case."""
+    check_case(c)
