@@ -402,6 +402,13 @@ def bool_mask(name: str, mask: Any, purpose: str) -> jax.Array:
     return jnp.asarray(mask)
 
 
+def any_true(name: str, mask: Any, what: str) -> None:
+    """Raise a ValueError unless the concrete boolean ``mask`` is True somewhere (at least
+    one ``what`` is kept); a tracer passes."""
+    if not is_tracer(mask) and not holds(jnp.any, mask):
+        raise ValueError(f"{name} must be True for at least one {what}, got a {name} that is False everywhere")
+
+
 def key_mask(name: str, mask: Any, X: jax.Array) -> jax.Array:
     """``mask`` as a boolean key mask (..., L) for the keys X (..., L, d): batch shapes that
     broadcast, and (for a concrete mask) at least one True key per prompt."""

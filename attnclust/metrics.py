@@ -173,15 +173,13 @@ def distortion(
     v.shape("targets", targets.shape, "(..., d)", targets.ndim >= 1)
     v.same_dim("outputs", outputs.shape[-1], "targets", targets.shape[-1])
     batch = v.batch_match("outputs", outputs.shape[:-1], "targets", targets.shape[:-1])
-    if int(np.prod(batch)) == 0:
-        raise ValueError(f"outputs and targets must hold at least one token, got batch shape {batch}")
+    v.count("outputs and targets", int(np.prod(batch)), 1, f"token (batch shape {batch})")
     err = jnp.sum((outputs - targets) ** 2, axis=-1)
     if mask is None:
         return jnp.mean(err)
     mask = v.bool_mask("mask", mask, "tokens to average over")
     mask = jnp.broadcast_to(mask, v.batch_match("mask", mask.shape, "outputs", batch))
-    if not v.is_tracer(mask) and not v.holds(jnp.any, mask):
-        raise ValueError("mask must be True for at least one token, got a mask that is False everywhere")
+    v.any_true("mask", mask, "token")
     err = jnp.broadcast_to(err, mask.shape)
     return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
 

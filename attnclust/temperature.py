@@ -142,12 +142,18 @@ def identity_layer(
         (n, L, d) float32 outputs.
 
     Raises:
+        TypeError: X or lam not real numbers.
         ValueError: X not a finite (n, L, d) array, lam not positive or of the wrong shape.
     """
-    X = v.prompts("X", X, min_L=2 if mask_self else 1, why="to mask each token's own key")
+    X, lam = _layer_args(X, lam, mask_self)
     n, L, _ = X.shape
-    lam = v.per_prompt("lam", lam, n)
     return jnp.concatenate([k.identity_layer(X[s], lam[s], bool(mask_self)) for s in _chunks(n, L)])
+
+
+def _layer_args(X, lam, mask_self: bool):
+    """(X, lam) of a layer with a temperature per prompt, validated: L >= 2 with the mask."""
+    X = v.prompts("X", X, min_L=2 if mask_self else 1, why="to mask each token's own key")
+    return X, v.per_prompt("lam", lam, X.shape[0])
 
 
 def identity_weights(
@@ -170,8 +176,7 @@ def identity_weights(
         TypeError: X or lam not real numbers.
         ValueError: X not a finite (n, L, d) array, lam not positive or of the wrong shape.
     """
-    X = v.prompts("X", X, min_L=2 if mask_self else 1, why="to mask each token's own key")
-    lam = v.per_prompt("lam", lam, X.shape[0])
+    X, lam = _layer_args(X, lam, mask_self)
     return k.layer_weights(X, lam, bool(mask_self))
 
 
