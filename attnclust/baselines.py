@@ -66,17 +66,8 @@ bandwidth on each prompt."""
 def _check(X: Float[ArrayLike, "n L d"], K: int) -> tuple[Float[np.ndarray, "n L d"], int]:
     """Validate a batch of prompts and the number of clusters; return X as float64."""
     K = v.positive_int("K", K)
-    arr = np.asarray(X, dtype=np.float64)
-    if arr.ndim != 3:
-        raise ValueError(f"X must have shape (n, L, d), got shape {arr.shape}")
-    n, L, d = arr.shape
-    if n < 1 or d < 1:
-        raise ValueError(f"X must have n >= 1 prompts of dimension d >= 1, got shape {arr.shape}")
-    if L < K:
-        raise ValueError(f"each prompt needs at least K={K} tokens, got L={L} (X shape {arr.shape})")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("X must be finite; it contains NaN or inf")
-    return arr, int(K)
+    arr = v.prompts("X", X, min_L=K, why=f"for K={K} clusters", dtype=np.float64)
+    return arr, K
 
 
 def _prompt_keys(key: PRNGKeyArray, n: int) -> jax.Array:
@@ -197,9 +188,7 @@ def meanshift_per_prompt(
     """
     from sklearn.cluster import MeanShift, estimate_bandwidth
 
-    quantile = v.positive_finite("quantile", quantile)
-    if quantile > 1:
-        raise ValueError(f"quantile must lie in (0, 1], got quantile={quantile!r}")
+    quantile = v.number_in("quantile", quantile, 0.0, 1.0)
 
     def fit_one(x, K, n_init, random_state):
         h = estimate_bandwidth(x, quantile=quantile, random_state=random_state)

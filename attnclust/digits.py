@@ -23,17 +23,11 @@ __all__ = ["DigitsSplit", "load_digits_pca", "sample_rows", "split_digits"]
 
 
 def _classes(classes) -> tuple[int, ...]:
-    classes = tuple(int(c) for c in classes)
-    if len(classes) < 1 or len(set(classes)) != len(classes) or not all(0 <= c <= 9 for c in classes):
-        raise ValueError(f"classes must be distinct digits in 0..9, got classes={classes!r}")
-    return classes
+    return v.distinct_ints("classes", classes, 0, 9)
 
 
 def _components(n_components) -> int:
-    n_components = v.positive_int("n_components", n_components)
-    if n_components > 64:
-        raise ValueError(f"n_components must be <= 64, got {n_components}")
-    return n_components
+    return v.positive_int("n_components", n_components, maximum=64)  # the 8 x 8 pixels
 
 
 def load_digits_pca(
@@ -74,10 +68,28 @@ def sample_rows(
     labels: Int[ArrayLike, "n"] | None = None,
 ):
     """Prompts of L rows drawn uniformly with replacement from ``data``: (n_prompts, L, d),
-    and their labels (n_prompts, L) when ``labels`` is given."""
-    idx = jax.random.randint(key, (n_prompts, L), 0, jnp.shape(data)[0])
-    X = jnp.asarray(data)[idx]
-    return X if labels is None else (X, jnp.asarray(labels)[idx])
+    and their labels (n_prompts, L) when ``labels`` is given. Traceable (inside
+    ``fit_sampler``, where data and key are traced and only their shapes are checked).
+
+    Raises:
+        TypeError: key not a PRNG key, data not real numbers, labels not integers, or
+            n_prompts or L not integers.
+        ValueError: data not a finite (n, d) array with n >= 1, labels not (n,), n_prompts
+            or L < 1, or a sample too large for the device's memory.
+    """
+    key = v.prng_key("key", key)
+    data = v.real_array("data", data)
+    v.shape("data", data.shape, "(n, d) with n >= 1 rows", data.ndim == 2 and data.shape[0] >= 1)
+    n_prompts = v.positive_int("n_prompts", n_prompts)
+    L = v.positive_int("L", L)
+    v.allocation("the sample", n_prompts * L * (data.shape[1] + 2), n_prompts=n_prompts, L=L)
+    idx = jax.random.randint(key, (n_prompts, L), 0, data.shape[0])
+    X = data[idx]
+    if labels is None:
+        return X
+    labels = v.labels("labels", labels)
+    v.shape("labels", labels.shape, f"(n,) = ({data.shape[0]},), one per row of data", tuple(labels.shape) == data.shape[:1])
+    return X, jnp.asarray(labels)[idx]
 
 
 @dataclass(frozen=True)
@@ -135,9 +147,7 @@ def split_digits(
 
     classes = _classes(classes)
     n_components = _components(n_components)
-    train_fraction = v.positive_finite("train_fraction", train_fraction)
-    if train_fraction >= 1:
-        raise ValueError(f"train_fraction must lie in (0, 1), got {train_fraction!r}")
+    train_fraction = v.number_in("train_fraction", train_fraction, 0.0, 1.0, high_open=True)
     images, y = load_digits(return_X_y=True)
     keep = np.isin(y, classes)
     Xs = images[keep] / 16.0

@@ -51,14 +51,13 @@ class GeneralMixture:
     scales: np.ndarray
 
     def __post_init__(self):
-        mu = np.asarray(self.centroids, dtype=np.float64)
-        w = np.asarray(self.weights, dtype=np.float64)
-        A = np.asarray(self.scales, dtype=np.float64)
+        mu = v.real_array("centroids", self.centroids, dtype=np.float64)
+        w = v.real_array("weights", self.weights, dtype=np.float64)
+        A = v.real_array("scales", self.scales, dtype=np.float64)
+        v.shape("centroids", mu.shape, "(K, d)", mu.ndim == 2)
         GaussianMixture(w, mu, 1.0)  # the same checks of weights and centroids
         K, d = mu.shape
-        if A.shape != (K, d, d):
-            raise ValueError(f"scales must have shape (K, d, d)=({K}, {d}, {d}), got {A.shape}")
-        v.real_array("scales", A)
+        v.shape("scales", A.shape, f"(K, d, d)=({K}, {d}, {d})", A.shape == (K, d, d))
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "centroids", mu)
         object.__setattr__(self, "scales", A)
@@ -100,11 +99,7 @@ def per_component_sigma_mixture(
 ) -> GeneralMixture:
     """Orthogonal centroids r e_c with one isotropic noise level per component:
     component c is N(r e_c, sigmas[c]^2 I_d) (unequal variances)."""
-    s = np.asarray(sigmas, dtype=np.float64)
-    if s.ndim != 1 or s.size < 1:
-        raise ValueError(f"sigmas must have shape (K,), got shape {s.shape}")
-    for i, value in enumerate(s):
-        v.positive_finite(f"sigmas[{i}]", value)
+    s = v.positive_array("sigmas", sigmas, dtype=np.float64)
     K, d = v.orthogonal_sizes(s.size, d)
     v.positive_finite("r", r)
     w = np.full(K, 1.0 / K) if weights is None else np.asarray(weights, float)
@@ -132,14 +127,13 @@ def anisotropic_mixture(
     v.positive_finite("r", r)
     v.positive_finite("along", along)
     v.positive_finite("across", across)
+    v.one_of("direction", direction, ("radial", "shared"))
     if direction == "radial":
         U = np.eye(K, d)
-    elif direction == "shared":
+    else:
         u = np.zeros(d)
         u[:K] = 1 / math.sqrt(K)
         U = np.broadcast_to(u, (K, d))
-    else:
-        raise ValueError(f"direction must be 'radial' or 'shared', got direction={direction!r}")
     # A_c = across I + (along - across) u u^T: symmetric square root of the covariance
     A = across * np.eye(d)[None] + (along - across) * U[:, :, None] * U[:, None, :]
     w = np.full(K, 1.0 / K) if weights is None else np.asarray(weights, float)
@@ -153,8 +147,13 @@ def sample_general(
 
     Returns X (n_prompts, L, d) and labels (n_prompts, L). Traceable inside ``jit`` (the
     mixture's arrays become constants)."""
+    key = v.prng_key("key", key)
+    v.instance("mixture", mixture, GeneralMixture)
     n_prompts = v.positive_int("n_prompts", n_prompts)
     L = v.positive_int("L", L)
+    d = mixture.d
+    v.allocation("the sample (tokens, noise, labels and scales)", n_prompts * L * (d * d + 2 * d + 1),
+                 n_prompts=n_prompts, L=L)
     return _sample_general(key, mixture, n_prompts, L)
 
 
@@ -172,12 +171,12 @@ def stack_mixtures(mixtures) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stack ``GaussianMixture`` / ``GeneralMixture`` objects of one dimension d into
     arrays (S, Kmax), (S, Kmax, d), (S, Kmax, d, d), padding with zero-weight components
     (copies of the first centroid, never sampled)."""
-    gms = [m if isinstance(m, GeneralMixture) else GeneralMixture.from_gaussian(m) for m in mixtures]
-    if not gms:
-        raise ValueError("mixtures must not be empty")
+    gms = [m if isinstance(m, GeneralMixture) else GeneralMixture.from_gaussian(v.instance(f"mixtures[{i}]", m, GaussianMixture))
+           for i, m in enumerate(mixtures)]
+    v.shape("mixtures", (len(gms),), "(S,) with S >= 1 mixtures", len(gms) >= 1)
+    for i, m in enumerate(gms):
+        v.same_dim("mixtures[0]", gms[0].d, f"mixtures[{i}]", m.d)
     d = gms[0].d
-    if any(m.d != d for m in gms):
-        raise ValueError(f"all mixtures must have the same d, got {[m.d for m in gms]}")
     Kmax = max(m.K for m in gms)
     W = np.zeros((len(gms), Kmax))
     M = np.zeros((len(gms), Kmax, d))

@@ -18,28 +18,18 @@ the range of ``lam``, an output that overflows float32) are not.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _kernels as k
 from . import _validate as v
-from ._numerics import softmax_small
 from .general_mixture import GeneralMixture
 from .mixture import GaussianMixture
 
 
-def _head_coefficients(P, theta, mixture, lam):
-    m = theta @ mixture.centroids.T  # (H, K): <theta_h, mu_c>
-    s = lam * P  # (..., H)
-    alpha = softmax_small(mixture.log_weights, m, s)  # (..., H, K)
-    sq_norm = jnp.sum(theta**2, axis=-1)  # (H,)
-    return s * mixture.sigma**2 * sq_norm + jnp.sum(alpha * m, axis=-1)
-
-
 def _queries(name, z, mixture):
     z = v.real_array(name, z)
-    if z.ndim < 1:
-        raise ValueError(f"{name} must have shape (..., d) with d={mixture.d}, got a scalar")
+    v.shape(name, z.shape, f"(..., d) with d={mixture.d}", z.ndim >= 1)
     v.same_dim(name, z.shape[-1], "mixture", mixture.d)
     return z
 
@@ -71,15 +61,9 @@ def head_coefficients(
     v.instance("mixture", mixture, GaussianMixture)
     theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
     P = v.real_array("P", P)
-    if P.ndim < 1 or P.shape[-1] != theta.shape[0]:
-        raise ValueError(f"P must have shape (..., H) with H={theta.shape[0]} heads (theta's rows), got shape {tuple(P.shape)}")
+    v.shape("P", P.shape, f"(..., H) with H={theta.shape[0]} heads (theta's rows)", P.ndim >= 1 and P.shape[-1] == theta.shape[0])
     lam = v.positive_finite("lam", lam)
-    return v.finite_result(_head_coefficients(P, theta, mixture, lam), "P, theta or lam is")
-
-
-@jax.jit
-def _head_output_limit(theta, z, mixture, lam):
-    return _head_coefficients(z @ theta.T, theta, mixture, lam) @ theta
+    return v.finite_result(k.head_coefficients(P, theta, mixture, lam), "P, theta or lam is")
 
 
 def head_output_limit(
@@ -107,13 +91,7 @@ def head_output_limit(
     theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
     z = _queries("z", z, mixture)
     lam = v.positive_finite("lam", lam)
-    return v.finite_result(_head_output_limit(theta, z, mixture, lam), "theta, z or lam is")
-
-
-@jax.jit
-def _identity_limit(z, mixture, lam):
-    alpha = softmax_small(mixture.log_weights, z @ mixture.centroids.T, lam)
-    return lam * mixture.sigma**2 * z + alpha @ mixture.centroids
+    return v.finite_result(k.head_output_limit(theta, z, mixture, lam), "theta, z or lam is")
 
 
 def identity_limit(
@@ -138,7 +116,7 @@ def identity_limit(
     v.instance("mixture", mixture, GaussianMixture)
     z = _queries("z", z, mixture)
     lam = v.positive_finite("lam", lam)
-    return v.finite_result(_identity_limit(z, mixture, lam), "z or lam is")
+    return v.finite_result(k.identity_limit(z, mixture, lam), "z or lam is")
 
 
 def general_identity_limit(z: Float[ArrayLike, "*b d"], mixture: GeneralMixture, lam: float | Float[ArrayLike, ""]) -> Float[Array, "*b d"]:
@@ -150,12 +128,10 @@ def general_identity_limit(z: Float[ArrayLike, "*b d"], mixture: GeneralMixture,
     (the tilting lemma with each component's own covariance; chapter "Beyond the paper").
     With Sigma_c = sigma^2 I it is ``ac.identity_limit``: the z^T Sigma z term is then the
     same for every c and cancels in the softmax."""
-    v.positive_finite("lam", lam)
-    z = jnp.asarray(z, jnp.float32)
-    v.same_dim("z", z.shape[-1], "mixture", mixture.d)
+    v.instance("mixture", mixture, GeneralMixture)
+    z = _queries("z", z, mixture)
+    lam = v.positive_finite("lam", lam)
     mu = jnp.asarray(mixture.centroids, jnp.float32)
     S = jnp.asarray(mixture.covariances, jnp.float32)
     logw = jnp.log(jnp.maximum(jnp.asarray(mixture.weights, jnp.float32), 1e-30))
-    quad = jnp.einsum("...i,cij,...j->...c", z, S, z)
-    alpha = jax.nn.softmax(logw + lam * z @ mu.T + 0.5 * lam**2 * quad, axis=-1)
-    return alpha @ mu + lam * jnp.einsum("...c,cij,...j->...i", alpha, S, z)
+    return k.general_identity_limit(z, logw, mu, S, lam)

@@ -29,11 +29,9 @@ def _heads_and_centroids(theta, centroids, batched: bool = True):
     """theta (*b, H, d) and centroids (K, d) as float64 NumPy arrays (NaN allowed)."""
     theta = np.asarray(v.real_array("theta", theta, finite=False), np.float64)
     mu = np.asarray(v.real_array("centroids", centroids, finite=False), np.float64)
-    if theta.ndim < 2 or (not batched and theta.ndim != 2) or theta.shape[-2] < 1:
-        what = "(..., H, d)" if batched else "(H, d)"
-        raise ValueError(f"theta must have shape {what} with H >= 1 heads, got shape {theta.shape}")
-    if mu.ndim != 2 or mu.shape[0] < 1:
-        raise ValueError(f"centroids must have shape (K, d) with K >= 1, got shape {mu.shape}")
+    v.shape("theta", theta.shape, f"{'(..., H, d)' if batched else '(H, d)'} with H >= 1 heads",
+            theta.ndim >= 2 and (batched or theta.ndim == 2) and theta.shape[-2] >= 1)
+    v.shape("centroids", mu.shape, "(K, d) with K >= 1", mu.ndim == 2 and mu.shape[0] >= 1)
     v.same_dim("theta", theta.shape[-1], "centroids", mu.shape[-1])
     return theta, mu
 
@@ -138,10 +136,8 @@ def head_assignments(theta: Float[ArrayLike, "H d"], X: Float[ArrayLike, "*b d"]
     """
     theta = v.real_array("theta", theta, finite=False)
     X = v.real_array("X", X, finite=False)
-    if theta.ndim != 2 or theta.shape[0] < 1:
-        raise ValueError(f"theta must have shape (H, d) with H >= 1 heads, got shape {tuple(theta.shape)}")
-    if X.ndim < 1:
-        raise ValueError(f"X must have shape (..., d), got shape {tuple(X.shape)}")
+    v.shape("theta", theta.shape, "(H, d) with H >= 1 heads", theta.ndim == 2 and theta.shape[0] >= 1)
+    v.shape("X", X.shape, "(..., d)", X.ndim >= 1)
     v.same_dim("theta", theta.shape[1], "X", X.shape[-1])
     scores = (X @ theta.T) ** 2
     ok = jnp.all(jnp.isfinite(scores), axis=-1)
@@ -173,26 +169,17 @@ def distortion(
     """
     outputs = v.real_array("outputs", outputs, finite=False)
     targets = v.real_array("targets", targets, finite=False)
-    if outputs.ndim < 1 or targets.ndim < 1 or outputs.shape[-1] != targets.shape[-1]:
-        raise ValueError(
-            f"outputs and targets must have shape (..., d) with the same d, got shapes "
-            f"{tuple(outputs.shape)} and {tuple(targets.shape)}"
-        )
+    v.shape("outputs", outputs.shape, "(..., d)", outputs.ndim >= 1)
+    v.shape("targets", targets.shape, "(..., d)", targets.ndim >= 1)
+    v.same_dim("outputs", outputs.shape[-1], "targets", targets.shape[-1])
     batch = v.batch_match("outputs", outputs.shape[:-1], "targets", targets.shape[:-1])
-    if int(np.prod(batch)) == 0:
-        raise ValueError(f"outputs and targets must hold at least one token, got batch shape {batch}")
+    v.count("outputs and targets", int(np.prod(batch)), 1, f"token (batch shape {batch})")
     err = jnp.sum((outputs - targets) ** 2, axis=-1)
     if mask is None:
         return jnp.mean(err)
-    mask = mask if v.is_tracer(mask) else jnp.asarray(mask)
-    if mask.dtype != jnp.bool_:
-        raise TypeError(
-            f"mask must be a boolean array (True for the tokens to average over), got dtype "
-            f"{mask.dtype}; convert it with mask != 0 if that is what you mean"
-        )
+    mask = v.bool_mask("mask", mask, "tokens to average over")
     mask = jnp.broadcast_to(mask, v.batch_match("mask", mask.shape, "outputs", batch))
-    if not v.is_tracer(mask) and not v.holds(jnp.any, mask):
-        raise ValueError("mask must be True for at least one token, got a mask that is False everywhere")
+    v.any_true("mask", mask, "token")
     err = jnp.broadcast_to(err, mask.shape)
     return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.sum(mask)
 
@@ -205,19 +192,6 @@ def noise_floor(mixture: GaussianMixture) -> float:
     """
     v.instance("mixture", mixture, GaussianMixture)
     return float(mixture.d * mixture.sigma**2)
-
-
-def _labels(name, labels) -> np.ndarray:
-    arr = np.asarray(labels)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold integer labels, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must hold integer labels, got non-integer values: {name}={arr!r}")
-        arr = arr.astype(np.int64)
-    if arr.ndim < 1 or arr.shape[-1] < 1:
-        raise ValueError(f"{name} must have shape (..., L) with L >= 1 labels, got shape {arr.shape}")
-    return arr
 
 
 def adjusted_rand(labels_true: Int[ArrayLike, "*b L"], labels_pred: Int[ArrayLike, "*b L"]) -> np.ndarray:
@@ -238,10 +212,9 @@ def adjusted_rand(labels_true: Int[ArrayLike, "*b L"], labels_pred: Int[ArrayLik
         ValueError: labels that are not integers (NaN, 0.5), no labels (L = 0 or a scalar),
             or shapes that differ.
     """
-    t = _labels("labels_true", labels_true)
-    p = _labels("labels_pred", labels_pred)
-    if t.shape != p.shape:
-        raise ValueError(f"labels_true and labels_pred must have the same shape, got {t.shape} and {p.shape}")
+    t = v.labels("labels_true", labels_true)
+    p = v.labels("labels_pred", labels_pred)
+    v.same_shape("labels_true", t.shape, "labels_pred", p.shape)
     if t.ndim == 1:
         return np.asarray(adjusted_rand_score(t, p))
     flat_t = t.reshape(-1, t.shape[-1])
@@ -260,12 +233,19 @@ def own_centroids(
         labels: (n, L) the component of each token, in 0..K-1.
 
     Returns:
-        (n, L, d): mu of each token's component.
+        (n, L, d) float32: mu of each token's component.
+
+    Raises:
+        TypeError: centroids not real numbers, or labels not integers.
+        ValueError: centroids not finite or of a wrong shape, a label outside 0..K-1 (it
+            would pick another component's centroid), or batch shapes of labels and
+            centroids that do not broadcast.
     """
-    mu = jnp.asarray(centroids)
-    lab = jnp.asarray(labels)
+    mu = v.centroids("centroids", centroids)
+    lab = jnp.asarray(v.labels("labels", labels, K=mu.shape[-2]))
     if mu.ndim == 2:
         return mu[lab]
+    v.batch_match("labels", lab.shape[:-1], "centroids", mu.shape[:-2])
     return jnp.take_along_axis(mu, lab[..., None], axis=-2)
 
 
@@ -282,9 +262,17 @@ def nearest_centroid(
 
     Returns:
         (``*b``, L) int: the index of the nearest centroid.
+
+    Raises:
+        TypeError: Z or centroids not real numbers.
+        ValueError: NaN or inf in Z or centroids (a NaN token has no nearest centroid),
+            wrong shapes, different d, or batch shapes that do not broadcast.
     """
-    Z = jnp.asarray(Z)
-    mu = jnp.asarray(centroids)
+    Z = v.real_array("Z", Z)
+    v.shape("Z", Z.shape, "(..., L, d)", Z.ndim >= 2)
+    mu = v.centroids("centroids", centroids)
+    v.same_dim("Z", Z.shape[-1], "centroids", mu.shape[-1])
+    v.batch_match("Z", Z.shape[:-2], "centroids", mu.shape[:-2])
     if mu.ndim == 2:
         mu = jnp.broadcast_to(mu, Z.shape[:-2] + mu.shape)
     d2 = jnp.sum((Z[..., :, None, :] - mu[..., None, :, :]) ** 2, axis=-1)
@@ -308,11 +296,16 @@ def within_spread(
         for Z of shape (n, L, d).
 
     Raises:
-        ValueError: K not an integer >= 1.
+        TypeError: K not an integer, labels not integers, Z not real numbers.
+        ValueError: K < 1, labels not (n, L) or outside 0..K-1, or Z not (..., n, L, d)
+            with the labels' (n, L).
     """
     K = v.positive_int("K", K)
-    Z = np.asarray(Z, np.float64)
-    lab = np.asarray(labels)
+    lab = v.labels("labels", labels, K=K)
+    v.shape("labels", lab.shape, "(n, L)", lab.ndim == 2)
+    Z = v.real_array("Z", Z, finite=False, dtype=np.float64)
+    v.shape("Z", Z.shape, f"(..., n, L, d) with (n, L) = {lab.shape}, the labels' shape",
+            Z.ndim >= 3 and Z.shape[-3:-1] == lab.shape)
     one = (lab[..., None] == np.arange(K)).astype(np.float64)  # (n, L, K)
     count = one.sum(axis=-2)  # (n, K)
     means = np.einsum("nlk,...nld->...nkd", one, Z) / np.maximum(count, 1)[..., None]

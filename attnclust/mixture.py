@@ -18,9 +18,13 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from . import _validate as v
 from .setting import DEFAULT
 
-_VALUES = (numbers.Number, np.ndarray, np.generic, jax.Array, list, tuple, str, bytes, type(None))
-"""Field values a user passes; anything else (tracers, the placeholders JAX unflattens with
-inside ``jit`` and ``vmap``, shape structs of ``jax.eval_shape``) skips validation."""
+def _given(value) -> bool:
+    """True for a field value a user passes: a number, an array-like (lists, NumPy and JAX
+    arrays, memoryviews, objects with ``__array__`` such as a pandas Series), a string or
+    None (refused by the checks). Anything else (tracers, the placeholders JAX unflattens
+    with inside ``jit`` and ``vmap``, shape structs of ``jax.eval_shape``) skips validation."""
+    return not v.is_tracer(value) and (
+        isinstance(value, (numbers.Number, str, bytes, type(None))) or v.is_array_like(value))
 
 
 @dataclass(frozen=True)
@@ -50,33 +54,14 @@ class GaussianMixture:
     sigma: float | Float[Array, "*S"]
 
     def __post_init__(self):
-        fields = (self.weights, self.centroids, self.sigma)
-        if any(v.is_tracer(f) or not isinstance(f, _VALUES) for f in fields):
+        if not all(_given(f) for f in (self.weights, self.centroids, self.sigma)):
             return  # pytree unflatten inside a transformation
-        mu = v.real_array("centroids", self.centroids)
-        if mu.ndim < 2:
-            raise ValueError(f"centroids must have shape (K, d), got shape {tuple(mu.shape)}")
-        if mu.shape[-2] < 1:
-            raise ValueError(f"centroids must have K >= 1 rows (components), got K={mu.shape[-2]}")
-        if mu.shape[-1] < 1:
-            raise ValueError(f"centroids must have dimension d >= 1, got d={mu.shape[-1]}")
-        w = v.real_array("weights", self.weights)
-        if w.shape != mu.shape[:-1]:
-            raise ValueError(
-                f"weights must have shape {mu.shape[:-1]}, one weight per row of centroids "
-                f"(shape {tuple(mu.shape)}), got shape {tuple(w.shape)}"
-            )
-        w_np = np.asarray(w, np.float64)
-        if np.any(w_np < 0):
-            raise ValueError(f"weights must be >= 0, got weights={w_np!r}")
-        if np.any(np.abs(w_np.sum(axis=-1) - 1.0) > 1e-5):
-            raise ValueError(f"weights must sum to 1, got weights={w_np!r} with sum {w_np.sum(axis=-1)!r}")
+        mu = v.centroids("centroids", self.centroids)
+        w = v.mixture_weights("weights", self.weights, mu.shape[:-1])
         if mu.ndim == 2:
             sigma = v.positive_finite("sigma", self.sigma)
         else:  # a stack of mixtures (leading axes on every field), as jax.tree.map builds
-            sigma = v.real_array("sigma", self.sigma)
-            if sigma.shape != mu.shape[:-2] or not v.holds(lambda a: jnp.all(a > 0), sigma):
-                raise ValueError(f"sigma of a stack of mixtures must have shape {mu.shape[:-2]} and be > 0, got sigma={sigma!r}")
+            sigma = v.positive_array("sigma", self.sigma, mu.shape[:-2])
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "centroids", mu)
         object.__setattr__(self, "sigma", sigma)
@@ -93,8 +78,7 @@ class GaussianMixture:
             TypeError: a field that is neither an int nor None.
         """
         for name, axis in (("weights", weights), ("centroids", centroids), ("sigma", sigma)):
-            if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
-                raise TypeError(f"{name} must be an axis (an int) or None, got {name}={axis!r}")
+            v.axis(name, axis)
         spec = object.__new__(cls)
         for name, axis in (("weights", weights), ("centroids", centroids), ("sigma", sigma)):
             object.__setattr__(spec, name, axis)
@@ -193,6 +177,7 @@ def sample(
     v.instance("mixture", mixture, GaussianMixture)
     n_prompts = v.positive_int("n_prompts", n_prompts)
     L = v.positive_int("L", L)
+    v.allocation("the sample (tokens, noise and labels)", n_prompts * L * (2 * mixture.d + 1), n_prompts=n_prompts, L=L)
     labels, noise = _sample_labels_and_noise(key, mixture.weights, n_prompts, L, mixture.d)
     X = mixture.centroids[labels] + mixture.sigma * noise
     return v.finite_result(X, "mixture.centroids and mixture.sigma are"), labels
@@ -221,6 +206,7 @@ def random_orthogonal_centroids(
     n_prompts = v.positive_int("n_prompts", n_prompts)
     K, d = v.orthogonal_sizes(K, d)
     r = v.positive_finite("r", r)
+    v.allocation("the centroids (and their QR factors)", 3 * n_prompts * d * K, n_prompts=n_prompts, K=K, d=d)
     G = jax.random.normal(key, (n_prompts, d, K))
     Q, R = jnp.linalg.qr(G)
     # Fix the sign ambiguity of QR so that the directions are Haar-distributed.
@@ -269,13 +255,14 @@ def sample_in_context(
     r = v.positive_finite("r", r)
     sigma = v.positive_finite("sigma", sigma)
     w = GaussianMixture(_weights(K, weights), jnp.zeros((K, d)), sigma).weights  # validates the weights
+    v.one_of("kind", kind, ("orthogonal", "gaussian"))
+    v.allocation("the sample (tokens, noise, labels and centroids)", n_prompts * (L * (2 * d + 1) + 3 * K * d),
+                 n_prompts=n_prompts, L=L)
     k_mu, k_rest = jax.random.split(key)
     if kind == "orthogonal":
         mus = random_orthogonal_centroids(k_mu, n_prompts, K, d, r)
-    elif kind == "gaussian":
-        mus = jax.random.normal(k_mu, (n_prompts, K, d)) * (r / np.sqrt(d))
     else:
-        raise ValueError(f"kind must be 'orthogonal' or 'gaussian', got kind={kind!r}")
+        mus = jax.random.normal(k_mu, (n_prompts, K, d)) * (r / np.sqrt(d))
     labels, noise = _sample_labels_and_noise(k_rest, w, n_prompts, L, d)
     X = jnp.take_along_axis(mus, labels[..., None], axis=1) + sigma * noise
     return v.finite_result(X, "r and sigma are"), labels, mus
@@ -305,11 +292,9 @@ def angled_mixture(
         TypeError: an argument that is not a real number.
         ValueError: angle, r, sigma, d or weights out of range (named in the message).
     """
-    v.positive_finite("angle", angle)
-    if angle > np.pi + 1e-12:
-        raise ValueError(f"angle must be in (0, pi], got angle={angle!r}")
+    angle = v.number_in("angle", angle, 0.0, np.pi)
     d = v.positive_int("d", d, minimum=2)
-    v.positive_finite("r", r)
+    r = v.positive_finite("r", r)
     mu = np.zeros((2, d))
     mu[0, 0] = r
     mu[1, 0], mu[1, 1] = r * np.cos(angle), r * np.sin(angle)
@@ -334,7 +319,7 @@ def plusminus_mixture(r: float = DEFAULT.r, sigma: float = DEFAULT.sigma, d: int
         ValueError: r, sigma or d out of range (named in the message).
     """
     d = v.positive_int("d", d, minimum=2)
-    v.positive_finite("r", r)
+    r = v.positive_finite("r", r)
     mu = np.zeros((4, d))
     mu[0, 0], mu[1, 0], mu[2, 1], mu[3, 1] = r, -r, r, -r
     return GaussianMixture(jnp.full((4,), 0.25), jnp.asarray(mu), sigma)

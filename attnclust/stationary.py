@@ -33,12 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from . import _kernels as k
 from . import _validate as v
-from ._numerics import softmax_small
-from .attention import _two_head
-from .limits import head_coefficients
 from .mixture import GaussianMixture, sample
-from .risk import population_risk
+from .risk import MAX_NODES, population_risk
 from .setting import DEFAULT
 
 __all__ = [
@@ -73,7 +71,7 @@ def value_grad_hess(
     v.instance("mixture", mixture, GaussianMixture)
     theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
     v.positive_finite("lam", lam)
-    n_nodes = v.positive_int("n_nodes", n_nodes, minimum=2)
+    n_nodes = v.positive_int("n_nodes", n_nodes, minimum=2, maximum=MAX_NODES)
     value, grad, hess = _vgh(theta, mixture, jnp.float32(lam), n_nodes)
     n = theta.size
     return float(value), np.asarray(grad, np.float64), np.asarray(hess, np.float64).reshape(n, n)
@@ -175,6 +173,10 @@ def newton_stationary(
     it finds the saddle that the symmetry pins, not a minimum. Stops when ||grad|| < tol
     or after ``max_iter`` steps; the caller should check ``grad_norm``.
     """
+    v.instance("mixture", mixture, GaussianMixture)
+    v.heads("theta0", theta0, d=mixture.d, d_from="mixture")  # Newton starts from theta0 in float64
+    lam = v.positive_finite("lam", lam)
+    tol, max_iter = v.positive_finite("tol", tol), v.positive_int("max_iter", max_iter, minimum=0)
     vgh = lambda t: value_grad_hess(t, mixture, lam, n_nodes)  # noqa: E731
     theta, it = _solve(vgh, None, np.asarray(theta0, np.float64), tol, max_iter)
     return _stationary_point(vgh, theta, it)
@@ -194,7 +196,7 @@ def _empirical_terms(theta, X, lam, B, chunk):
     blocks = X.reshape(X.shape[0] // chunk, chunk, *X.shape[1:])
 
     def f(t, x):
-        return jnp.mean(jnp.sum((x - _two_head(t, x, lam)) ** 2, axis=-1))
+        return jnp.mean(jnp.sum((x - k.two_head(t, x, lam)) ** 2, axis=-1))
 
     def one(x):
         value, grad = jax.value_and_grad(f)(theta, x)
@@ -208,9 +210,8 @@ def _empirical_terms(theta, X, lam, B, chunk):
 
 def _empirical_args(name: str, theta, X, lam):
     theta = v.heads(name, theta)
-    X = v.tokens("X", X, d=theta.shape[1])
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (n, L, d), got shape {X.shape}")
+    X = v.prompts("X", X)
+    v.same_dim(name, theta.shape[1], "X", X.shape[-1])
     return theta, X, jnp.float32(v.positive_finite("lam", lam))
 
 
@@ -286,6 +287,7 @@ def empirical_stationary(
         above ``tol`` off the span).
     """
     theta0, X, lam = _empirical_args("theta0", theta0, X, lam)
+    tol, max_iter = v.positive_finite("tol", tol), v.positive_int("max_iter", max_iter, minimum=0)
     theta0 = np.asarray(theta0, np.float64)
     chunk = _chunk(X.shape[0])
     if directions is None:
@@ -300,9 +302,8 @@ def empirical_stationary(
         theta, it = _solve(vgh, vg, theta0, tol, max_iter)
         return _stationary_point(vgh, theta, it)
     D = np.asarray(v.real_array("directions", directions), np.float64)
-    if D.ndim != 3 or D.shape[1:] != theta0.shape or D.shape[0] < 1:
-        raise ValueError(f"directions must have shape (m, H, d)=(m, {theta0.shape[0]}, {theta0.shape[1]}) "
-                         f"with m >= 1, got shape {D.shape}")
+    v.shape("directions", D.shape, f"(m, H, d)=(m, {theta0.shape[0]}, {theta0.shape[1]}) with m >= 1",
+            D.ndim == 3 and D.shape[1:] == theta0.shape and D.shape[0] >= 1)
     q, _ = np.linalg.qr(D.reshape(D.shape[0], -1).T)  # orthonormal basis (H d, m) of the span
     B = q.T.reshape(-1, *theta0.shape)
     B32 = jnp.asarray(B, jnp.float32)
@@ -330,7 +331,7 @@ def _head_terms(theta, z, mixture, lam):
     mu = mixture.centroids  # (K, d)
     m = theta @ mu.T  # (H, K)
     s = lam * (z @ theta.T)  # (n, H)
-    alpha = softmax_small(mixture.log_weights, m, s)  # (n, H, K)
+    alpha = k.softmax_small(mixture.log_weights, m, s)  # (n, H, K)
     sq = jnp.sum(theta**2, axis=-1)  # (H,)
     mean_m = jnp.sum(alpha * m, axis=-1)  # (n, H)
     var_m = jnp.sum(alpha * m**2, axis=-1) - mean_m**2
@@ -356,9 +357,18 @@ def head_gradient(
     T(z) = sum_h phi_h(z) theta_h. With z drawn from the mixture this is an unbiased
     estimate of grad_{theta_h} R_inf; on the same z it equals ``jax.grad`` of the Monte
     Carlo risk exactly (up to rounding)."""
-    theta = jnp.asarray(theta, jnp.float32)
-    z = jnp.asarray(z, jnp.float32)
+    theta, z, lam = _queries_args(theta, z, mixture, lam)
     return np.asarray(_head_gradient(theta, z, mixture, jnp.float32(lam)), np.float64)
+
+
+def _queries_args(theta, z, mixture, lam):
+    """Validated (theta (H, d), z (n, d), lam) for a mixture of dimension d."""
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    z = v.real_array("z", z)
+    v.shape("z", z.shape, f"(n, d) with n >= 1 and d={mixture.d}", z.ndim == 2 and z.shape[0] >= 1)
+    v.same_dim("z", z.shape[1], "mixture", mixture.d)
+    return theta, z, v.positive_finite("lam", lam)
 
 
 @jax.jit
@@ -380,8 +390,7 @@ def fixed_point_map(
 
     expectations replaced by means over the queries z. A stationary point is a fixed
     point of this map (to Monte Carlo accuracy); returns the map's value (H, d)."""
-    theta = jnp.asarray(theta, jnp.float32)
-    z = jnp.asarray(z, jnp.float32)
+    theta, z, lam = _queries_args(theta, z, mixture, lam)
     return np.asarray(_fixed_point_map(theta, z, mixture, jnp.float32(lam)), np.float64)
 
 
@@ -396,23 +405,14 @@ def _fixed_point_map(theta, z, mixture, lam):
     return num / den[:, None]
 
 
-@jax.jit
-def _block_gaps(theta, X, mixture, lam, L):
-    """Per-token d_l for prompts cut into blocks of L consecutive tokens: token l attends
-    only to the tokens of its own block (a block-diagonal mask), so one array X (n, Lmax, d)
-    holds n Lmax / L independent prompts of length L and one compilation serves every L."""
-    idx = jnp.arange(X.shape[-2]) // L
-    mask = idx[:, None] == idx[None, :]  # (Lmax, Lmax)
-
-    def one(x):  # x (Lmax, d)
-        P = x @ theta.T  # (Lmax, H)
-        logits = lam * P.T[:, :, None] * P.T[:, None, :]  # (H, q, k)
-        w = jax.nn.softmax(jnp.where(mask, logits, -jnp.inf), axis=-1)
-        out = jnp.einsum("hqk,kh->qh", w, P) @ theta
-        lim = head_coefficients(P, theta, mixture, lam) @ theta
-        return jnp.sum((x - out) ** 2, -1) - jnp.sum((x - lim) ** 2, -1)
-
-    return jax.lax.map(one, X)
+@partial(jax.jit, static_argnums=(4,))
+def _block_gaps(theta, X, mixture, lam, L: int):
+    """Per-token d_l (n, Lmax) for prompts X (n, Lmax, d) cut into prompts of L consecutive
+    tokens (L divides Lmax): the two-head layer of each cut prompt against the large-L limit
+    at the same tokens. One compilation per L."""
+    T = k.two_head(theta, X.reshape(-1, L, X.shape[-1]), lam).reshape(X.shape)
+    lim = k.head_output_limit(theta, X, mixture, lam)
+    return jnp.sum((X - T) ** 2, -1) - jnp.sum((X - lim) ** 2, -1)
 
 
 def risk_gap(
@@ -432,23 +432,23 @@ def risk_gap(
     variance is far smaller than that of the risk itself. The same ``n_tokens`` tokens
     (rounded to whole prompts of length max(Ls); every L must divide max(Ls)) are cut into
     prompts of each length L; the standard error is over prompts (tokens of one prompt are
-    dependent). Attention here uses ``jax.nn.softmax`` with a block mask (tested equal to
-    ``two_head_layer`` on each block).
+    dependent).
 
     Returns arrays ``L``, ``gap``, ``se``, ``n_prompts`` and the scalar ``r_inf``.
     """
-    Ls = np.asarray(Ls, int)
+    key = v.prng_key("key", key)
+    v.instance("mixture", mixture, GaussianMixture)
+    theta = v.heads("theta", theta, d=mixture.d, d_from="mixture")
+    lam = v.positive_finite("lam", lam)
+    Ls = v.lengths("Ls", Ls)
     Lmax = int(Ls.max())
-    if np.any(Lmax % Ls):
-        raise ValueError(f"every L must divide max(Ls)={Lmax}, got Ls={Ls.tolist()}")
-    v.positive_finite("lam", lam)
-    theta = jnp.asarray(theta, jnp.float32)
+    n_tokens = v.positive_int("n_tokens", n_tokens)
     r_inf = float(population_risk(theta, mixture, lam, n_nodes))
     n = max(2, int(n_tokens) // Lmax)
     X, _ = sample(key, mixture, n, Lmax)
     gaps, ses, ns = [], [], []
     for L in Ls:
-        dl = np.asarray(_block_gaps(theta, X, mixture, jnp.float32(lam), jnp.int32(L)), np.float64)
+        dl = np.asarray(_block_gaps(theta, X, mixture, jnp.float32(lam), int(L)), np.float64)
         per_prompt = dl.reshape(-1, int(L)).mean(axis=-1)
         gaps.append(per_prompt.mean())
         ses.append(per_prompt.std(ddof=1) / np.sqrt(per_prompt.size))
@@ -500,9 +500,10 @@ def large_L_minimiser(
     Compares a finite-L training result with the large-L answer for the same mixture."""
     from scipy.optimize import minimize
 
-    v.positive_finite("lam", lam)
+    lam = v.positive_finite("lam", lam)
     v.instance("mixture", mixture, GaussianMixture)
     v.heads("theta0", theta0, d=mixture.d, d_from="mixture")
+    tol = v.positive_finite("tol", tol)
     theta0 = np.asarray(theta0, np.float64)  # BFGS runs in float64 from the exact start
     shape = theta0.shape
 

@@ -81,14 +81,9 @@ class Interval:
 
     def __post_init__(self):
         for name in ("estimate", "low", "high"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
-                raise TypeError(f"Interval.{name} must be a real number, got {value!r}")
-            object.__setattr__(self, name, float(value))
-        if not 0 < self.level < 1:
-            raise ValueError(f"level must lie in (0, 1), got level={self.level!r}")
-        if not self.low <= self.high:
-            raise ValueError(f"low must be <= high, got low={self.low!r}, high={self.high!r}")
+            object.__setattr__(self, name, v.real_number(f"Interval.{name}", getattr(self, name), finite=False))
+        _level(self.level)
+        v.ordered("low", self.low, "high", self.high)
 
     @property
     def width(self) -> float:
@@ -111,10 +106,7 @@ class Interval:
 
 
 def _level(level: Any) -> float:
-    level = v.positive_finite("level", level)
-    if level >= 1:
-        raise ValueError(f"level must lie in (0, 1), got level={level!r}")
-    return level
+    return v.number_in("level", level, 0.0, 1.0, high_open=True)
 
 
 def binomial_interval(k: int, n: int, level: float = 0.95) -> Interval:
@@ -133,9 +125,7 @@ def binomial_interval(k: int, n: int, level: float = 0.95) -> Interval:
         ValueError: ``k`` or ``n`` not integers, ``k`` outside [0, n], a bad ``level``.
     """
     n = v.positive_int("n", n)
-    k = v.positive_int("k", k, minimum=0)
-    if k > n:
-        raise ValueError(f"k must be <= n, got k={k}, n={n}")
+    k = v.positive_int("k", k, minimum=0, maximum=n)
     ci = _stats.binomtest(k, n).proportion_ci(confidence_level=_level(level), method="exact")
     return Interval(k / n, float(ci.low), float(ci.high), level, "exact binomial", n)
 
@@ -162,9 +152,7 @@ def rate_difference(k1: int, n1: int, k2: int, n2: int, level: float = 0.95) -> 
     ends = []
     for k, n, name in ((k1, n1, "1"), (k2, n2, "2")):
         n = v.positive_int(f"n{name}", n)
-        k = v.positive_int(f"k{name}", k, minimum=0)
-        if k > n:
-            raise ValueError(f"k{name} must be <= n{name}, got k{name}={k}, n{name}={n}")
+        k = v.positive_int(f"k{name}", k, minimum=0, maximum=n)
         ci = _stats.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
         ends.append((k / n, float(ci.low), float(ci.high), n))
     (p1, l1, u1, m1), (p2, l2, u2, m2) = ends
@@ -174,10 +162,12 @@ def rate_difference(k1: int, n1: int, k2: int, n2: int, level: float = 0.95) -> 
     return Interval(d, low, high, level, "Newcombe hybrid score", m1 + m2)
 
 
-def _sample(name: str, x: Any) -> np.ndarray:
+def _sample(name: str, x: Any, minimum: int = 2, what: str = "draws for an interval") -> np.ndarray:
+    """``x`` as a finite one-dimensional float64 sample (one value per draw) of at least
+    ``minimum`` ``what``."""
     arr = np.asarray(v.real_array(name, x), dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional (one value per draw), got shape {arr.shape}")
+    v.shape(name, arr.shape, "(n,), one value per draw", arr.ndim == 1)
+    v.count(name, arr.size, minimum, what)
     return arr
 
 
@@ -196,8 +186,6 @@ def mean_interval(x: Float[ArrayLike, " n"] | Sequence[float], level: float = 0.
         ValueError: ``x`` not one-dimensional, fewer than 2 draws, not finite; a bad ``level``.
     """
     x = _sample("x", x)
-    if x.size < 2:
-        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
     level = _level(level)
     mean = float(np.mean(x))
     half = float(_stats.t.ppf(0.5 + level / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
@@ -224,9 +212,6 @@ def mean_difference(
         ValueError: a sample not one-dimensional, with fewer than 2 draws or not finite.
     """
     x, y = _sample("x", x), _sample("y", y)
-    for name, arr in (("x", x), ("y", y)):
-        if arr.size < 2:
-            raise ValueError(f"{name} must hold at least 2 draws for an interval, got {arr.size}")
     level = _level(level)
     ci = _stats.ttest_ind(x, y, equal_var=False).confidence_interval(confidence_level=level)
     return Interval(float(np.mean(x) - np.mean(y)), float(ci.low), float(ci.high), level, "Welch t",
@@ -259,8 +244,6 @@ def percentile_interval(
             ``level`` or ``n_resamples``.
     """
     x = _sample("x", x)
-    if x.size < 2:
-        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
     level = _level(level)
     n_resamples = v.positive_int("n_resamples", n_resamples)
     mean = float(np.mean(x))
@@ -289,11 +272,8 @@ def _bootstrap_mean(x: np.ndarray, level: float, n_resamples: int, seed: int) ->
 
 def _paired_args(a, b, level, n_resamples, what: str) -> tuple[np.ndarray, np.ndarray, float, int]:
     """The checked arguments of a paired comparison: two samples of the same ``what``."""
-    a, b = _sample("a", a), _sample("b", b)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must hold the same {what}, got {a.size} and {b.size} values")
-    if a.size < 2:
-        raise ValueError(f"a and b must hold at least 2 {what}, got {a.size}")
+    a, b = _sample("a", a, 2, what), _sample("b", b, 2, what)
+    v.same_shape("a", a.shape, "b", b.shape, what)
     return a, b, _level(level), v.positive_int("n_resamples", n_resamples, minimum=100)
 
 
@@ -363,8 +343,6 @@ def median_interval(
             or ``n_resamples``.
     """
     x = _sample("x", x)
-    if x.size < 2:
-        raise ValueError(f"x must hold at least 2 draws for an interval, got {x.size}")
     level = _level(level)
     n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
     med = float(np.median(x))
@@ -478,14 +456,9 @@ def cluster_mean_interval(
         ValueError: ``means`` and ``sizes`` of different lengths, fewer than 2 clusters, a size
             that is not positive, values not finite; a bad ``level`` or ``n_resamples``.
     """
-    means = _sample("means", means)
-    sizes = _sample("sizes", sizes)
-    if means.shape != sizes.shape:
-        raise ValueError(f"means and sizes must describe the same clusters, got {means.size} and {sizes.size}")
-    if means.size < 2:
-        raise ValueError(f"means must hold at least 2 clusters for an interval, got {means.size}")
-    if np.any(sizes <= 0):
-        raise ValueError("sizes must be positive (a cluster holds at least one unit)")
+    means = _sample("means", means, 2, "clusters for an interval")
+    sizes = v.positive_array("sizes", _sample("sizes", sizes, 2, "clusters for an interval"), dtype=np.float64)
+    v.same_shape("means", means.shape, "sizes", sizes.shape, "clusters")
     level = _level(level)
     n_resamples = v.positive_int("n_resamples", n_resamples, minimum=100)
     estimate = float(np.sum(sizes * means) / np.sum(sizes))
@@ -537,12 +510,11 @@ def cluster_paired_difference(
         ValueError: ``a``, ``b`` and ``clusters`` of different lengths, fewer than 2 clusters,
             scores not finite; a bad ``level`` or ``n_resamples``.
     """
-    a = _sample("a", a)
-    b = _sample("b", b)
+    a = _sample("a", a, 1, "prompts")
+    b = _sample("b", b, 1, "prompts")
     groups = np.asarray(clusters)
-    if a.shape != b.shape or groups.shape != a.shape:
-        raise ValueError(f"a, b and clusters must describe the same prompts, got {a.size}, {b.size} and "
-                         f"{groups.size} entries")
+    v.same_shape("a", a.shape, "b", b.shape, "prompts")
+    v.same_shape("clusters", groups.shape, "a", a.shape, "prompts")
     diff = a - b
     _, index = np.unique(groups, return_inverse=True)
     sizes = np.bincount(index).astype(np.float64)
@@ -597,11 +569,12 @@ def best_set(
     Raises:
         ValueError: fewer than 2 methods, or scores of different lengths.
     """
-    if not isinstance(scores, Mapping) or len(scores) < 2:
-        raise ValueError("scores must map at least 2 method names to their scores")
-    arrays = {name: _sample(f"scores[{name!r}]", x) for name, x in scores.items()}
-    if len({x.shape for x in arrays.values()}) != 1:
-        raise ValueError("scores must hold one score per prompt for every method, on the same prompts")
+    v.instance("scores", scores, Mapping)
+    v.count("scores", len(scores), 2, "methods (names mapped to their scores)")
+    arrays = {name: _sample(f"scores[{name!r}]", x, 1, "scores") for name, x in scores.items()}
+    first = next(iter(arrays))
+    for name, x in arrays.items():  # one score per prompt for every method, on the same prompts
+        v.same_shape(f"scores[{name!r}]", x.shape, f"scores[{first!r}]", arrays[first].shape, "prompts")
     sign = 1.0 if larger_is_better else -1.0
     top = max(arrays, key=lambda name: sign * float(np.mean(arrays[name])))
     diffs = {}

@@ -37,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
+from . import _kernels as k
 from . import _validate as v
-from .attention import identity_attend
 
 __all__ = [
     "SURE_GRID",
@@ -49,6 +49,7 @@ __all__ = [
     "noise_variance",
     "masked_identity_attention",
     "identity_layer",
+    "identity_weights",
     "identity_sure",
     "sure_lambda",
     "stack_lambda",
@@ -67,13 +68,6 @@ STACK_DEPTH = 8
 _MAX_SCORES = 2**24
 """Scores (floats) held at once by the batched layers: prompts are processed in chunks of
 at most this many n L^2 entries (64 MB), so that L = 1000 prompts fit in memory."""
-
-
-def _prompts(X) -> jax.Array:
-    X = v.tokens("X", X)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (n, L, d), got shape {tuple(X.shape)}")
-    return X
 
 
 def noise_variance(X: Float[ArrayLike, "n L d"], K: int) -> Float[np.ndarray, " n"]:
@@ -97,11 +91,9 @@ def noise_variance(X: Float[ArrayLike, "n L d"], K: int) -> Float[np.ndarray, " 
     Raises:
         ValueError: X not (n, L, d) with L >= 2 or not finite, K not an integer >= 1.
     """
-    X = np.asarray(_prompts(X), np.float64)
+    X = np.asarray(v.prompts("X", X, min_L=2, why="for a covariance"), np.float64)
     n, L, d = X.shape
     K = v.positive_int("K", K)
-    if L < 2:
-        raise ValueError(f"X must hold L >= 2 tokens per prompt for a covariance, got L={L}")
     m = min(K - 1, d - 1)
     Xc = X - X.mean(axis=1, keepdims=True)
     if L <= d:
@@ -112,43 +104,13 @@ def noise_variance(X: Float[ArrayLike, "n L d"], K: int) -> Float[np.ndarray, " 
     return (ev.sum(axis=1) - top) / (d - m)
 
 
-def _weights(X, lam, mask_self: bool):
-    """Softmax weights w_lk = softmax_k(lam_n <x_l, x_k>) of every prompt n, (n, L, L);
-    with ``mask_self`` the diagonal k = l gets weight exactly 0."""
-    s = lam[:, None, None] * jnp.einsum("nld,nkd->nlk", X, X)
-    if mask_self:
-        s = jnp.where(jnp.eye(X.shape[1], dtype=bool), -jnp.inf, s)
-    return jax.nn.softmax(s, axis=-1)
-
-
-def _sure_terms(X, lam, mask_self: bool):
-    """Q(X) and, per token, ``||Q_l - x_l||^2`` and the divergence trace dQ_l/dx_l (the closed
-    form of ``identity_sure``) at per-prompt temperatures lam (n,)."""
-    w = _weights(X, lam, mask_self)
-    Q = w @ X
-    sq = jnp.sum(X**2, -1)  # ||x_k||^2, (n, L)
-    spread = jnp.einsum("nlk,nk->nl", w, sq) - jnp.sum(Q**2, -1)  # weighted variance of the keys
-    if mask_self:
-        div = lam[:, None] * spread
-    else:
-        w_self = jnp.diagonal(w, axis1=1, axis2=2)
-        d = X.shape[-1]
-        div = d * w_self + lam[:, None] * (spread + w_self * (sq - jnp.sum(Q * X, -1)))
-    return Q, jnp.sum((Q - X) ** 2, -1), div
-
-
-@partial(jax.jit, static_argnums=(2,))
-def _layer(X, lam, mask_self):
-    return _weights(X, lam, mask_self) @ X
-
-
 @partial(jax.jit, static_argnums=(3,))
 def _sure_grid(X, lams, sigma2, mask_self):
     """SURE of every grid temperature (G, n): ``lams`` is (G, n)."""
     d = X.shape[-1]
 
     def one(lam):
-        _, res, div = _sure_terms(X, lam, mask_self)
+        _, res, div = k.sure_terms(X, lam, mask_self)
         return jnp.mean(res + 2 * sigma2[:, None] * div, -1) - d * sigma2
 
     return jax.lax.map(one, lams)
@@ -158,16 +120,6 @@ def _chunks(n: int, L: int):
     """Slices of at most ``_MAX_SCORES // L^2`` prompts (at least one)."""
     step = max(1, _MAX_SCORES // (L * L))
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
-
-
-def _per_prompt_lam(lam, n: int) -> jax.Array:
-    lam = v.real_array("lam", lam)
-    lam = jnp.broadcast_to(lam, (n,)) if lam.ndim == 0 else lam
-    if lam.shape != (n,):
-        raise ValueError(f"lam must be a scalar or have shape (n,) = ({n},), got shape {tuple(lam.shape)}")
-    if not v.holds(lambda a: jnp.all(a > 0), lam):
-        raise ValueError("lam must be > 0 for every prompt")
-    return lam
 
 
 def identity_layer(
@@ -190,22 +142,49 @@ def identity_layer(
         (n, L, d) float32 outputs.
 
     Raises:
+        TypeError: X or lam not real numbers.
         ValueError: X not a finite (n, L, d) array, lam not positive or of the wrong shape.
     """
-    X = _prompts(X)
+    X, lam = _layer_args(X, lam, mask_self)
     n, L, _ = X.shape
-    lam = _per_prompt_lam(lam, n)
-    if mask_self and L < 2:
-        raise ValueError("a self-masked layer needs L >= 2 tokens per prompt")
-    return jnp.concatenate([_layer(X[s], lam[s], bool(mask_self)) for s in _chunks(n, L)])
+    return jnp.concatenate([k.identity_layer(X[s], lam[s], bool(mask_self)) for s in _chunks(n, L)])
+
+
+def _layer_args(X, lam, mask_self: bool):
+    """(X, lam) of a layer with a temperature per prompt, validated: L >= 2 with the mask."""
+    X = v.prompts("X", X, min_L=2 if mask_self else 1, why="to mask each token's own key")
+    return X, v.per_prompt("lam", lam, X.shape[0])
+
+
+def identity_weights(
+    X: Float[ArrayLike, "n L d"], lam: float | Float[ArrayLike, " n"], *, mask_self: bool = False
+) -> Float[Array, "n L L"]:
+    """The weights w_lk = softmax_k(lam_n <x_l, x_k>) of :func:`identity_layer`, one L x L
+    matrix per prompt (the softmax over k != l, w_ll = 0, when ``mask_self``); each row sums
+    to 1. The weight of a token's own key, diag(w), is how much a layer keeps of the token
+    itself.
+
+    Args:
+        X: (n, L, d) prompts, finite (L >= 2 with ``mask_self``).
+        lam: a temperature > 0, or (n,) one per prompt.
+        mask_self: exclude each token's own key.
+
+    Returns:
+        (n, L, L) float32.
+
+    Raises:
+        TypeError: X or lam not real numbers.
+        ValueError: X not a finite (n, L, d) array, lam not positive or of the wrong shape.
+    """
+    X, lam = _layer_args(X, lam, mask_self)
+    return k.layer_weights(X, lam, bool(mask_self))
 
 
 def masked_identity_attention(X: Float[ArrayLike, "*b L d"], lam: float) -> Float[Array, "*b L d"]:
     """Self-key-masked identity attention: Q(X)_l = sum_{k != l} softmax_k(lam <x_l, x_k>) x_k.
 
-    Each query is its own batch entry of ``attnclust.identity_attend`` with the key mask
-    that drops its own key, so that the numerics (scaling, shifted logits) are those of the
-    library's identity attention. Memory O(L^2 d) per prompt.
+    The library's identity attention (scaling, shifted logits) with the mask of each
+    token's own key. Memory O(L^2) per prompt.
 
     Args:
         X: (``*b``, L, d) prompts with L >= 2, finite.
@@ -218,12 +197,8 @@ def masked_identity_attention(X: Float[ArrayLike, "*b L d"], lam: float) -> Floa
         ValueError: X not finite or with L < 2, a bad lam.
     """
     X = v.tokens("X", X)
-    L = X.shape[-2]
-    if L < 2:
-        raise ValueError(f"X must hold L >= 2 tokens per prompt to mask each token's own key, got L={L}")
-    mask = ~jnp.eye(L, dtype=bool)
-    out = identity_attend(X[..., :, None, :], X[..., None, :, :], lam, key_mask=mask)
-    return out[..., 0, :]
+    v.shape("X", X.shape, "(..., L, d) with L >= 2 tokens per prompt, to mask each token's own key", X.shape[-2] >= 2)
+    return k.identity_layer(X, v.positive_finite("lam", lam), True)
 
 
 def identity_sure(
@@ -260,10 +235,10 @@ def identity_sure(
     Raises:
         ValueError: bad shapes or values (named).
     """
-    X = _prompts(X)
+    X = v.prompts("X", X)
     n, L, d = X.shape
-    lam = _per_prompt_lam(lam, n)
-    s2 = _per_prompt_lam(sigma2, n)
+    lam = v.per_prompt("lam", lam, n)
+    s2 = v.per_prompt("sigma2", sigma2, n)
     out = [np.asarray(_sure_grid(X[s], lam[None, s], s2[s], bool(mask_self))[0]) for s in _chunks(n, L)]
     return np.concatenate(out).astype(np.float64)
 
@@ -313,12 +288,10 @@ def sure_lambda(
     Raises:
         ValueError: bad X, K, grid or sigma2.
     """
-    X = _prompts(X)
+    X = v.prompts("X", X)
     n, L, d = X.shape
-    grid = np.asarray(SURE_GRID if grid is None else v.real_array("grid", grid), np.float64).ravel()
-    if grid.size < 1 or np.any(grid <= 0):
-        raise ValueError(f"grid must hold values lam sigma^2 > 0, got {grid!r}")
-    s2 = noise_variance(X, K) if sigma2 is None else np.asarray(_per_prompt_lam(sigma2, n), np.float64)
+    grid = np.asarray(SURE_GRID if grid is None else v.positive_array("grid", grid), np.float64)
+    s2 = noise_variance(X, K) if sigma2 is None else np.asarray(v.per_prompt("sigma2", sigma2, n), np.float64)
     s2 = np.maximum(s2, 1e-12)
     lams = jnp.asarray(grid[:, None] / s2[None, :], jnp.float32)  # (G, n)
     s2j = jnp.asarray(s2, jnp.float32)
@@ -328,13 +301,6 @@ def sure_lambda(
     lam = np.asarray(lams)[best, np.arange(n)]
     outputs = np.asarray(identity_layer(X, lam, mask_self=mask_self))
     return LambdaChoice(lam.astype(np.float64), s2, grid, sure, outputs)
-
-
-@partial(jax.jit, static_argnums=(2, 3))
-def _stack(X, lam, depth, mask_self):
-    for _ in range(depth):
-        X = _weights(X, lam, mask_self) @ X
-    return X
 
 
 def _wcss(X: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
@@ -397,18 +363,16 @@ def stack_lambda(
     """
     from .baselines import output_clusters
 
-    X = _prompts(X)
+    X = v.prompts("X", X)
     n, L, d = X.shape
     depth = v.positive_int("depth", depth)
-    grid = np.asarray(STACK_GRID if grid is None else v.real_array("grid", grid), np.float64).ravel()
-    if grid.size < 1 or np.any(grid <= 0):
-        raise ValueError(f"grid must hold values lam sigma^2 > 0, got {grid!r}")
+    grid = np.asarray(STACK_GRID if grid is None else v.positive_array("grid", grid), np.float64)
     s2 = np.maximum(noise_variance(X, K), 1e-12)
     Xn = np.asarray(X, np.float64)
     labels, outputs, wcss = [], [], []
     for g in grid:
         lam = jnp.asarray(g / s2, jnp.float32)
-        Z = jnp.concatenate([_stack(X[s], lam[s], depth, bool(mask_self)) for s in _chunks(n, L)])
+        Z = jnp.concatenate([k.identity_stack(X[s], lam[s], depth, bool(mask_self)) for s in _chunks(n, L)])
         lab = np.asarray(output_clusters(key, Z, K))
         labels.append(lab)
         outputs.append(np.asarray(Z))

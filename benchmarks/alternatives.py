@@ -30,7 +30,7 @@ import numpy as np
 import optax
 
 import attnclust as ac
-from attnclust._numerics import rank_one_softmax_pool
+from attnclust._kernels import rank_one_softmax_pool
 from attnclust.train import make_step
 
 HERE = Path(__file__).resolve().parent
@@ -201,14 +201,14 @@ def identity_fused(X, lam):
 
 
 def bench_identity(Ls=(2000, 8000)):
-    from attnclust.attention import _identity_full
+    from attnclust._kernels import identity_full
 
     rows = []
     for L in Ls:
         X = ac.sample_in_context(jax.random.PRNGKey(7), 2, 32, 4.0, 0.5, 1, L)[0][0]
-        a = median_time(_identity_full, X, 0.25)[0]
+        a = median_time(identity_full, X, 0.25)[0]
         b = median_time(identity_fused, X, 0.25)[0]
-        err = float(jnp.max(jnp.abs(_identity_full(X, 0.25) - identity_fused(X, 0.25))))
+        err = float(jnp.max(jnp.abs(identity_full(X, 0.25) - identity_fused(X, 0.25))))
         row = {"L": L, "library_s": a, "fused_s": b, "speedup": a / b, "max_abs_diff": err, "load": os.getloadavg()[0]}
         print(f"identity attention (unblocked) L={L}: library {a:.3f} s, fused {b:.3f} s, speedup {a / b:.2f}x, "
               f"max diff {err:.1e} (load {row['load']:.1f})", flush=True)

@@ -45,7 +45,7 @@ def check() -> dict:
     import numpy as np
 
     import attnclust as ac
-    from attnclust._numerics import rank_one_softmax_pool
+    from attnclust._kernels import rank_one_softmax_pool
 
     out: dict = {"jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
                  "platform": jax.devices()[0].platform}
@@ -82,11 +82,11 @@ def identity(Ls, exp_rate: float, reps: int) -> dict:
     import jax
 
     import attnclust as ac
-    from attnclust import attention as att
+    from attnclust import _kernels as kernels
 
     def runner(L, block, key_block):
         X = ac.sample_in_context(jax.random.PRNGKey(7), 2, 32, 4.0, 0.5, 1, L)[0][0]
-        f = att._identity_blocked.lower(X, 0.25, min(block, L), key_block).compile()
+        f = kernels.identity_blocked.lower(X, 0.25, min(block, L), key_block).compile()
         return lambda: f(X, 0.25).block_until_ready()
 
     tiles = []

@@ -250,7 +250,7 @@ def exp_paths(rows: int = 1024, cols: int = 1024, reps: int = REPEATS) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from attnclust._numerics import rank_one_softmax_pool
+    from attnclust._kernels import rank_one_softmax_pool
 
     a = jax.random.uniform(jax.random.PRNGKey(0), (rows,), minval=0.0, maxval=2.0)
     b = jax.random.uniform(jax.random.PRNGKey(1), (cols,), minval=-4.0, maxval=0.0)

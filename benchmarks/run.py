@@ -420,7 +420,7 @@ def child_identity(L: int, block: int | None, key_block: int, with_kmeans: bool,
     import jax
 
     import attnclust as ac
-    from attnclust import attention as att
+    from attnclust import _kernels as kernels
     from attnclust.baselines import kmeans_per_prompt
     from roofline import timings
 
@@ -429,9 +429,9 @@ def child_identity(L: int, block: int | None, key_block: int, with_kmeans: bool,
     jax.block_until_ready(X)
     # compile first (identical to what identity_attention runs), then time one evaluation
     if block is None:
-        fn = att._identity_full.lower(X, ID_LAM).compile()
+        fn = kernels.identity_full.lower(X, ID_LAM).compile()
     else:
-        fn = att._identity_blocked.lower(X, ID_LAM, min(block, L), key_block).compile()
+        fn = kernels.identity_blocked.lower(X, ID_LAM, min(block, L), key_block).compile()
     base = rss_mb()
     t0 = time.perf_counter()
     out = fn(X, ID_LAM)

@@ -68,27 +68,28 @@ def test_accepts_jax_arrays(func, key):
 
 @pytest.mark.parametrize("func", FUNCS)
 @pytest.mark.parametrize(
-    "X, K, match",
+    "X, K, match, error",
     [
-        (np.zeros((3, 10)), 2, "shape"),
-        (np.zeros((2, 10, 3)), 0, "K"),
-        (np.zeros((2, 10, 3)), 2.0, "K"),
-        (np.zeros((2, 10, 3)), True, "K"),
-        (np.zeros((2, 3, 3)), 4, "tokens"),
-        (np.full((2, 10, 3), np.nan), 2, "finite"),
+        (np.zeros((3, 10)), 2, "shape", ValueError),
+        (np.zeros((2, 10, 3)), 0, "K", ValueError),
+        (np.zeros((2, 10, 3)), 2.0, "K must be an integer", TypeError),
+        (np.zeros((2, 10, 3)), True, "K must be an integer", TypeError),
+        (np.zeros((2, 3, 3)), 4, "tokens", ValueError),
+        (np.full((2, 10, 3), np.nan), 2, "finite", ValueError),
+        (np.zeros((0, 10, 3)), 2, "at least one prompt", ValueError),
     ],
 )
 @pytest.mark.usefixtures("typecheck_off")
-def test_validation(func, X, K, match):
-    with pytest.raises(ValueError, match=match):
+def test_validation(func, X, K, match, error):
+    with pytest.raises(error, match=match):
         func(KEY, X, K)
 
 
 @pytest.mark.parametrize("func", FUNCS)
-@pytest.mark.parametrize("n_init", [0, 1.5, True])
+@pytest.mark.parametrize("n_init, error", [(0, ValueError), (1.5, TypeError), (True, TypeError)])
 @pytest.mark.usefixtures("typecheck_off")
-def test_n_init_validation(func, n_init):
-    with pytest.raises(ValueError, match="n_init"):
+def test_n_init_validation(func, n_init, error):
+    with pytest.raises(error, match="n_init"):
         func(KEY, np.zeros((1, 10, 2)), 2, n_init=n_init)
 
 

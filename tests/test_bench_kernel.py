@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from attnclust._numerics import rank_one_softmax_pool
+from attnclust._kernels import rank_one_softmax_pool
 
 KERNEL = Path(__file__).resolve().parents[1] / "benchmarks" / "kernel"
 

@@ -20,7 +20,7 @@ from attnclust import __main__ as cli
 from attnclust.assignments import EXTRA_MODULES
 from attnclust.book.figures import _registry
 from attnclust.book.figures._registry import FIGURES, FigureSpec
-from import_graph import imported_names
+from import_graph import imported_names, private_uses
 
 
 def _tiny(size="small"):
@@ -236,6 +236,41 @@ def test_import_graph_is_acyclic():
     for module in sorted(graph):
         visit(module, [])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+PRIVATE_BY_DESIGN = {
+    "attnclust.assignments._export._ATTNCLUST_MIME":
+        "_export.py runs in a student's notebook namespace, where its names stay underscored",
+}
+"""Private names that another module may import, with the reason."""
+
+
+def _private_uses() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    out = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        uses = {u for u in private_uses(ast.parse(path.read_text()), package, set(modules))
+                if u.rpartition(".")[0] != name}
+        if uses - set(PRIVATE_BY_DESIGN):
+            out[name] = uses - set(PRIVATE_BY_DESIGN)
+    return out
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A module's underscore names are its own: another module of the package uses only its
+    public names (the package-private modules ``_kernels``, ``_validate`` and ``_cli`` give
+    theirs no underscore), so that a private helper can change without breaking a caller."""
+    assert not _private_uses(), _private_uses()
+
+
+def test_private_uses_are_found_in_every_form():
+    """The check above sees an imported private name, one read off an imported module, and
+    one read off a dotted import; not a private module imported as such, nor a public name."""
+    modules = {"pkg", "pkg.a", "pkg.b", "pkg._k"}
+    src = ("from .a import _f, g\nfrom . import b, _k\nimport pkg.a\nfrom pkg import a as A\n"
+           "b._h(); pkg.a._i; A._j; _k.public; b.ok\n")
+    assert private_uses(ast.parse(src), "pkg", modules) == {"pkg.a._f", "pkg.b._h", "pkg.a._i", "pkg.a._j"}
 
 
 @pytest.mark.integration

@@ -121,7 +121,7 @@ def test_fixed_point_map(mix, theta_star):
 def test_block_gaps_equal_two_head_layer(mix, theta_star):
     X, _ = ac.sample(jax.random.PRNGKey(8), mix, 3, 16)
     L = 4
-    dl = np.asarray(st._block_gaps(jnp.asarray(theta_star, jnp.float32), X, mix, jnp.float32(LAM), jnp.int32(L)))
+    dl = np.asarray(st._block_gaps(jnp.asarray(theta_star, jnp.float32), X, mix, jnp.float32(LAM), L))
     Xb = X.reshape(3 * 16 // L, L, 5)
     fin = jnp.sum((Xb - ac.two_head_layer(theta_star, Xb, LAM)) ** 2, -1)
     inf = jnp.sum((Xb - ac.head_output_limit(theta_star, Xb, mix, LAM)) ** 2, -1)

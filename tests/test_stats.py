@@ -20,9 +20,11 @@ def test_binomial_interval_is_clopper_pearson():
 
 
 @pytest.mark.usefixtures("typecheck_off")
-@pytest.mark.parametrize("k, n", [(17, 16), (-1, 16), (1, 0), (1.5, 4)])
-def test_binomial_interval_bad_counts(k, n):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("k, n, error", [(17, 16, ValueError), (-1, 16, ValueError), (1, 0, ValueError),
+                                         (1.5, 4, TypeError), (1, 4.0, TypeError)])
+def test_binomial_interval_bad_counts(k, n, error):
+    """A count out of range is a bad value, a count that is not an integer a bad type."""
+    with pytest.raises(error, match="k" if k != 1 else "n"):
         stats.binomial_interval(k, n)
 
 
@@ -211,7 +213,7 @@ def test_cluster_mean_interval_weights_by_size_and_bad_input():
     assert stats.cluster_mean_interval([0.3, 0.3], [4, 5]).width == 0
     with pytest.raises(ValueError, match="at least 2 clusters"):
         stats.cluster_mean_interval([1.0], [3])
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="sizes must be > 0"):
         stats.cluster_mean_interval([1.0, 2.0], [3, 0])
     with pytest.raises(ValueError, match="same prompts"):
         stats.cluster_paired_difference([1.0, 2.0], [0.0, 1.0], [0])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import attnclust as ac
+from attnclust import _kernels as kernels
 from attnclust import temperature as T
 
 
@@ -64,8 +65,8 @@ def test_divergence_closed_form_equals_autodiff(key, mask_self):
     with jax.enable_x64(True):
         X64 = jnp.asarray(X, jnp.float64)
         lam = jnp.asarray([0.9], jnp.float64)
-        J = jax.jit(jax.jacfwd(lambda x: T._weights(x[None], lam, mask_self)[0] @ x))(X64[0])
-        _, _, div = T._sure_terms(X64, lam, mask_self)
+        J = jax.jit(jax.jacfwd(lambda x: kernels.layer_weights(x[None], lam, mask_self)[0] @ x))(X64[0])
+        _, _, div = kernels.sure_terms(X64, lam, mask_self)
         np.testing.assert_allclose(np.asarray(div[0]), np.einsum("ldld->l", np.asarray(J)), rtol=1e-10, atol=1e-12)
 
 

@@ -364,3 +364,56 @@ def test_under_jit_shapes_are_checked_and_values_are_not():
     out = jax.jit(lambda lam: ac.two_head_layer(TH, X, lam))(-1.0)  # a traced lam is not checked
     assert out.shape == X.shape
 
+
+
+# ---------------------------------------------------------------- the one policy
+# attnclust._validate answers each kind of bad value once: a wrong type is a TypeError, a
+# wrong value a ValueError, both naming the parameter. Its primitives, called as the
+# public functions call them.
+
+from attnclust import _validate as v  # noqa: E402
+
+
+@pytest.mark.parametrize("call, error, text", [
+    (lambda: v.positive_int("n", "2"), TypeError, "n must be an integer, got str"),
+    (lambda: v.positive_int("n", 2.0), TypeError, "n must be an integer, got float"),
+    (lambda: v.positive_int("n", True), TypeError, "n must be an integer, got bool"),
+    (lambda: v.positive_int("n", None), TypeError, "n must be an integer"),
+    (lambda: v.positive_int("n", 0), ValueError, "n must be an integer >= 1, got n=0"),
+    (lambda: v.positive_int("n", 9, maximum=8), ValueError, r"n must be an integer in 1\.\.8, got n=9"),
+    (lambda: v.positive_finite("lam", "1"), TypeError, "lam must be a real number, got str"),
+    (lambda: v.positive_finite("lam", None), TypeError, "lam must be a real number"),
+    (lambda: v.positive_finite("lam", 1j), TypeError, "lam must be a real number"),
+    (lambda: v.positive_finite("lam", True), TypeError, "lam must be a real number, got bool"),
+    (lambda: v.positive_finite("lam", np.array(["a"])[0]), TypeError, "lam must be a real number"),
+    (lambda: v.positive_finite("lam", -1.0), ValueError, r"lam must be > 0, got lam=-1\.0"),
+    (lambda: v.positive_finite("lam", NAN), ValueError, "lam must be finite, got lam=nan"),
+    (lambda: v.positive_finite("lam", 1e39), ValueError, "float32's range"),
+    (lambda: v.positive_finite("lam", np.ones(2)), ValueError, r"lam must be a number, got an array of shape \(2,\)"),
+    (lambda: v.number_in("q", 1.5, 0.0, 1.0), ValueError, r"q must lie in \(0, 1\], got q=1\.5"),
+    (lambda: v.real_array("X", [["a"]]), TypeError, "X must hold real numbers"),
+    (lambda: v.real_array("X", [1j]), TypeError, "X must hold real numbers"),
+    (lambda: v.real_array("X", np.array([True])), TypeError, "X must hold real numbers .* got a boolean array"),
+    (lambda: v.real_array("X", None), TypeError, "X must be an array of real numbers, got NoneType"),
+    (lambda: v.real_array("X", [1.0, NAN]), ValueError, "X must be finite"),
+    (lambda: v.real_array("X", [[1.0], [1.0, 2.0]]), ValueError, "X must be a rectangular array"),
+    (lambda: v.labels("labels", ["a"]), TypeError, "labels must hold integer labels"),
+    (lambda: v.labels("labels", [0.5]), ValueError, "labels must hold integer labels, got non-integer values"),
+    (lambda: v.labels("labels", [0, 2], K=2), ValueError, r"labels must lie in 0\.\.K-1 = 0\.\.1"),
+    (lambda: v.bool_mask("mask", [1, 0], "tokens"), TypeError, "mask must be a boolean array"),
+    (lambda: v.allocation("the sample", 2**70, n=2**70), ValueError, "n=.*too large.*memory"),
+])
+def test_each_kind_of_bad_value_gets_one_answer(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
+def test_real_numbers_of_every_real_dtype_are_accepted():
+    """Integers, float16, bfloat16 and float64 (in float32's range) arrays and 0-d arrays are
+    real numbers; NumPy scalars and 0-d arrays are numbers."""
+    for dtype in (np.int8, np.uint16, np.int64, np.float16, jnp.bfloat16, np.float64):
+        a = v.real_array("X", np.ones(3, dtype))
+        assert a.dtype == jnp.float32 and float(a.sum()) == 3.0
+    assert v.positive_finite("lam", np.float32(0.5)) == 0.5
+    assert v.positive_finite("lam", jnp.asarray(2, jnp.bfloat16)) == 2.0
+    assert v.positive_int("n", np.int32(3)) == 3

@@ -91,11 +91,13 @@ def test_same_noise_across_separations_and_lengths():
     np.testing.assert_array_equal(c["X"][:50], a["X"])
 
 
-@pytest.mark.parametrize("bad", [dict(lam=0.0), dict(lam=float("nan")), dict(r_over_sigma=-1.0),
-                                 dict(K=1), dict(K=5), dict(L=1), dict(seed=-1), dict(K=2.5)])
+@pytest.mark.parametrize("bad, error", [(dict(lam=0.0), ValueError), (dict(lam=float("nan")), ValueError),
+                                        (dict(r_over_sigma=-1.0), ValueError), (dict(K=1), ValueError),
+                                        (dict(K=5), ValueError), (dict(L=1), ValueError), (dict(seed=-1), ValueError),
+                                        (dict(K=2.5), TypeError)])
 @pytest.mark.usefixtures("typecheck_off")
-def test_validation(bad):
-    with pytest.raises(ValueError):
+def test_validation(bad, error):
+    with pytest.raises(error, match=next(iter(bad))):
         draw_quantization(**{**DEFAULTS, **bad})
 
 

@@ -14,6 +14,8 @@ import sympy as sp
 from numpy.polynomial.hermite import hermgauss
 from scipy.special import expit
 
+from .. import _validate as v
+
 
 class logistic(sp.Function):
     """The logistic function 1 / (1 + exp(-x)), kept unevaluated so that derivatives stay
@@ -62,20 +64,12 @@ def lambdify_expr(
     Raises:
         ValueError: an unknown backend.
     """
+    v.one_of("backend", backend, ("numpy", "jax"))
     if backend == "numpy":
         return sp.lambdify(args, expr, modules=[{"logistic": expit}, "numpy"])
-    if backend == "jax":
-        import jax
+    import jax
 
-        return sp.lambdify(args, expr, modules=[{"logistic": jax.nn.sigmoid}, "jax"])
-    raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
-
-
-def _positive(name: str, value: float) -> float:
-    v = float(value)
-    if not np.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return v
+    return sp.lambdify(args, expr, modules=[{"logistic": jax.nn.sigmoid}, "jax"])
 
 
 @functools.lru_cache(maxsize=None)

@@ -33,7 +33,8 @@ import numpy as np
 import sympy as sp
 from scipy import optimize
 
-from ._common import _positive, gauss_hermite, head_coefficient_expr, lambdify_expr, logistic
+from .. import _validate as v
+from ._common import gauss_hermite, head_coefficient_expr, lambdify_expr, logistic
 from ..setting import DEFAULT
 
 Setting = Literal["default", "antipodal", "plusminus"]
@@ -49,6 +50,7 @@ def _setting_exprs(setting: Setting) -> dict[str, object]:
     e1, e2 = sp.symbols("epsilon_1 epsilon_2", real=True)
     lam, r, sigma = sp.symbols("lambda r sigma", positive=True)
     z = [z1, z2]
+    v.one_of("setting", setting, ("default", "antipodal", "plusminus"))
     if setting == "default":
         mus = [[r, 0], [0, r]]
         weights = [sp.Rational(1, 2)] * 2
@@ -58,12 +60,10 @@ def _setting_exprs(setting: Setting) -> dict[str, object]:
         mus = [[rho, 0], [-rho, 0]]
         weights = [sp.Rational(1, 2)] * 2
         thetas = [[c1, e1], [c2, e2]]
-    elif setting == "plusminus":
+    else:  # "plusminus"
         mus = [[r, 0], [-r, 0], [0, r], [0, -r]]
         weights = [sp.Rational(1, 4)] * 4
         thetas = [[c1, e1], [e2, c2]]
-    else:
-        raise ValueError(f"setting must be 'default', 'antipodal' or 'plusminus', got {setting!r}")
     out = [0, 0]
     for th in thetas:
         coef = head_coefficient_expr(th, z, mus, weights, lam, sigma)
@@ -273,7 +273,7 @@ def aligned_fixed_point(
     Raises:
         ValueError: lam, r or sigma not positive, or no stationary point with c > 0.
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     A = aligned_reduction()
     grid = np.linspace(_SCAN_START, c_max, _SCAN_POINTS)
     dg = _expect_g(A.dg_fn, grid, lam, r, sigma, n)
@@ -370,7 +370,7 @@ def tilt_gradient(
     Returns:
         The derivative.
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     if c is None:
         c = setting_fixed_point(setting, lam, r, sigma, n)
     S = _setting_exprs(setting)
@@ -418,7 +418,7 @@ def tilt_decomposition(
         ``offset``: E over cluster 2 of head 1's output along e_1; ``offset_untilted``:
         c <theta_1, mean> = c^2 r / 2, what head 1 outputs at tilt 0; ``c``.
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     if c is None:
         c = aligned_fixed_point(lam, r, sigma, n=80).c
     coef_fn, dir_fn = _tilt_terms()

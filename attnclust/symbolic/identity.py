@@ -19,7 +19,8 @@ from jaxtyping import ArrayLike, Float, Int
 from scipy import optimize
 from scipy.special import expit
 
-from ._common import _positive, gauss_hermite
+from .. import _validate as v
+from ._common import gauss_hermite
 
 
 def identity_limit_float64(
@@ -92,7 +93,7 @@ def identity_fixed_points(lam: float, r: float, sigma: float) -> dict[str, float
     Raises:
         ValueError: lam, r or sigma not positive, or lam sigma^2 >= 1.
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     if lam * sigma**2 >= 1:
         raise ValueError(f"need lam sigma^2 < 1 for a finite fixed point, got lam={lam}, sigma={sigma}")
     S = r / (1 - lam * sigma**2)
@@ -122,7 +123,7 @@ def distortion_exact(lam: float, r: float, sigma: float, d: int, n: int = 120) -
     Returns:
         D_inf(lam).
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     x, wts = gauss_hermite(n)
     omega = -(r**2) + np.sqrt(2.0) * sigma * r * x
     beta = expit(lam * omega)
@@ -168,7 +169,7 @@ def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
     Returns:
         B(lam).
     """
-    lam, r, sigma = _positive("lam", lam), _positive("r", r), _positive("sigma", sigma)
+    lam, r, sigma = v.positive_reals(lam=lam, r=r, sigma=sigma)
     gamma = min(2 * lam, 1 / (2 * sigma**2))
     M = np.exp(-gamma * r**2 + gamma**2 * sigma**2 * r**2)
     return float((lam * sigma**2 * np.sqrt(d * sigma**2 + r**2) + np.sqrt(2) * r * np.sqrt(M)) ** 2)
@@ -191,7 +192,7 @@ def best_lambda_bound(r: float, sigma: float, d: int) -> dict[str, float]:
         minimiser of the approximation of sqrt(B) without its quadratic term (an
         approximation, self-consistent when lam sigma^2 <= 1/4).
     """
-    r, sigma = _positive("r", r), _positive("sigma", sigma)
+    r, sigma = v.positive_reals(r=r, sigma=sigma)
     hi = 2.0 / sigma**2
     rb = optimize.minimize_scalar(lambda l: distortion_bound(l, r, sigma, d), bounds=(1e-6, hi),
                                   method="bounded", options={"xatol": 1e-10})

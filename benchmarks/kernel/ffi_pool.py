@@ -1,5 +1,5 @@
 """The library's pooling with both passes in the C++ FFI kernels of ``pool.cc``: the same
-formulas (``attnclust._numerics``: the exact shift, the three moments per query, the keys'
+formulas (``attnclust._kernels``: the exact shift, the three moments per query, the keys'
 gradient), each pass one loop over its scores with one exp each. For ``make bench``: a
 measurement of what a custom kernel gives, beside the library's XLA program.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from attnclust._numerics import _shift
+from attnclust._kernels import shift
 
 LIB = Path(__file__).resolve().parent / "libpool.so"
 
@@ -36,7 +36,7 @@ def exp_sum(a, b):
 
 
 def _stats(lam, Pq, Pk):
-    ext, s = _shift(lam, Pq, Pk)
+    ext, s = shift(lam, Pq, Pk)
     Z, S1, S2 = _moments(s, ext, Pk)
     m1 = S1 / Z
     return ext, s, Z, m1, jnp.maximum(S2 / Z - m1 * m1, 0.0)

@@ -58,7 +58,7 @@ def _methods():
     return tuple(m for m in benchmark.default_methods() if m.name != benchmark.ORACLE_BOUND)
 
 
-def _prompts(split, key, n, L) -> benchmark.Prompts:
+def split_prompts(split, key, n, L) -> benchmark.Prompts:
     X, lab = sample_rows(key, jnp.asarray(split.test_X), n, L, labels=jnp.asarray(split.test_y))
     cents = np.broadcast_to(split.test_means, (n,) + split.test_means.shape)
     return benchmark.Prompts(np.asarray(X), np.asarray(lab), cents, len(split.classes))
@@ -103,7 +103,7 @@ def _run_setting(key, splits, n, L, s, H):
     thetas, train_s = _train(jax.random.fold_in(key, 0), splits, H, s)
     per, benches, seed_aris = [], [], []
     for i, sp in enumerate(splits):
-        p = _prompts(sp, jax.random.fold_in(key, 10 + i), n, L)
+        p = split_prompts(sp, jax.random.fold_in(key, 10 + i), n, L)
         bench = benchmark.run(jax.random.fold_in(key, 20 + i), p, _methods())
         sc, seed_ari = _trained_scores(thetas[i], p)
         bench = bench.with_scores(sc)
@@ -123,7 +123,7 @@ def _uncentred(key, pairs, d, n, L):
     benches = []
     for i, pair in enumerate(pairs):
         sp = split_digits(pair, d, centre=False)
-        p = _prompts(sp, jax.random.fold_in(key, 10 + i), n, L)
+        p = split_prompts(sp, jax.random.fold_in(key, 10 + i), n, L)
         benches.append(benchmark.run(jax.random.fold_in(key, 20 + i), p, methods))
     return benchmark.summary_data(benchmark.concat(benches))
 

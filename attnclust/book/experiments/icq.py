@@ -172,9 +172,9 @@ def regimes(size: str = "small") -> Regimes:
             return float(np.mean(np.sum((np.asarray(Z, np.float64) - own) ** 2, -1)))
 
         lam_b = symbolic.best_lambda_bound(R, SIGMA, d)["lam_bound"]
-        w_b = np.asarray(temperature._weights(p.X, np.full(n, lam_b, np.float32), False))
+        w_b = np.asarray(temperature.identity_weights(p.X, lam_b))
         sure = temperature.sure_lambda(p.X, K)
-        w_s = np.asarray(temperature._weights(p.X, sure.lam.astype(np.float32), False))
+        w_s = np.asarray(temperature.identity_weights(p.X, sure.lam))
         masked = temperature.sure_lambda(p.X, K, mask_self=True)
         one = (p.labels[..., None] == np.arange(K)).astype(np.float64)  # (n, L, K)
         means = np.einsum("nlk,nld->nkd", one, p.X) / np.maximum(one.sum(1), 1)[..., None]

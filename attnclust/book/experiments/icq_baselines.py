@@ -181,7 +181,7 @@ def _digits_centring(s: dict) -> dict:
     out = {"centred": {n: [] for n in names}, "uncentred": {n: [] for n in names}, "pair": [], "d": DIGITS_D}
     for i, pair in enumerate(s["pairs"]):
         for origin, centre in (("centred", True), ("uncentred", False)):
-            p = digits_exp._prompts(split_digits(pair, DIGITS_D, centre=centre), jax.random.fold_in(key, 10 + i),
+            p = digits_exp.split_prompts(split_digits(pair, DIGITS_D, centre=centre), jax.random.fold_in(key, 10 + i),
                                     digits_exp.SIZES["full"]["pair_n"], digits_exp.SIZES["full"]["pair_L"])
             bench = benchmark.run(jax.random.fold_in(key, 20 + i), p, methods)
             for n in names:

@@ -113,13 +113,13 @@ def twist_angle(theta, reference) -> float:
     mu = np.eye(K, theta.shape[1])
     axis = mu.sum(0) / np.sqrt(K)
     angles = []
-    for h_t, h_r in zip(_matched(theta, mu), _matched(reference, mu)):
+    for h_t, h_r in zip(matched_heads(theta, mu), matched_heads(reference, mu)):
         a, b = h_t - (h_t @ axis) * axis, h_r - (h_r @ axis) * axis
         angles.append(np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
     return float(np.mean(angles))
 
 
-def _matched(theta: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def matched_heads(theta: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """The heads reordered to their matched centroids and signed to point towards them."""
     from attnclust.metrics import matching
 
@@ -284,7 +284,7 @@ class Landscape:
                    arr("second"), arr("moved"), arr("limit"), rd.reshape(0, 0) if rd.size == 0 else rd)
 
 
-def _prompts(L: int, tokens: int) -> int:
+def prompts_per_sample(L: int, tokens: int) -> int:
     """Prompts per sample: about ``tokens`` tokens, a multiple of 8 (blocks of the Hessian)."""
     return max(8, (tokens // L) // 8 * 8)
 
@@ -313,7 +313,7 @@ def check_sample(point: str, L: int, tokens: int, s: int = 10_000):
     point of its R_L in the family: ``(X, StationaryPoint)``, for the chapter's build-time
     check against ``stored`` (see ``Landscape.prediction``)."""
     mix = _mixture(v.one_of("point", point, POINTS))
-    X, _ = sample(_key(point, int(L), s), mix, _prompts(int(L), tokens), int(L))
+    X, _ = sample(_key(point, int(L), s), mix, prompts_per_sample(int(L), tokens), int(L))
     p = stationary.empirical_stationary(large_L_point(point).theta, X, LAM, directions=family_directions(point))
     return X, p
 
@@ -331,13 +331,13 @@ def landscape(point: str, size: str = "full", progress: bool = False) -> Landsca
     bar = tqdm(total=len(Ls) * S, desc=f"landscape {point}", disable=not progress)
     for i, L in enumerate(Ls):
         for s in range(S):
-            p, dr = _sample_point(point, L, _prompts(L, tokens), _key(point, L, s))
+            p, dr = _sample_point(point, L, prompts_per_sample(L, tokens), _key(point, L, s))
             smallest[i, s], second[i, s] = p.eigenvalues[:2]
             moved[i, s] = np.linalg.norm(p.theta - start.theta)
             diff[i, s] = np.nan if dr is None else dr
             bar.update()
     bar.close()
-    return Landscape(point, point_setting(point), tuple(Ls), tuple(_prompts(L, tokens) for L in Ls),
+    return Landscape(point, point_setting(point), tuple(Ls), tuple(prompts_per_sample(L, tokens) for L in Ls),
                      tokens, smallest, second, moved, np.asarray(start.eigenvalues),
                      diff if point == "symmetric" else np.zeros((0, 0)))
 
@@ -346,7 +346,7 @@ NAME = "training-landscape"
 SOURCES = ("attnclust/stationary.py", "attnclust/mixture.py", "attnclust/risk.py",
            "attnclust/limits.py", "attnclust/metrics.py")
 """The library files the stored landscape depends on besides this module (the layer itself,
-``attention`` and ``_numerics``, is checked at build time by ``check_sample`` instead: a
+``attention`` and ``_kernels``, is checked at build time by ``check_sample`` instead: a
 change of its numerics that changed the landscape fails the chapter's check)."""
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from attnclust import _validate as v
 from attnclust.book import results, sweeps
 from attnclust.book.experiments import committed
-from attnclust.book.experiments.training import Runs, summarise, train_setting
+from attnclust.book.experiments.training import Runs, budget_setting, summarise
 from attnclust.book import sizes
 
 __all__ = ["SIZES", "StallLength", "close_at", "experiment", "stored"]
@@ -41,7 +41,7 @@ def close_at(L: int, budget: str, seeds: int, steps: int | None = None) -> Runs:
     budget's when None), in one ``fit_many`` call."""
     L = v.positive_int("L", L)
     seeds = v.positive_int("seeds", seeds)
-    s = train_setting(budget, init="close", L=L, seeds=seeds)
+    s = budget_setting(budget, init="close", L=L, seeds=seeds)
     if steps is not None:
         s["steps"] = v.positive_int("steps", steps)
     res = sweeps.run_seeds(budget, init="close", L=L, seeds=seeds, steps=s["steps"])

@@ -132,7 +132,7 @@ def summarise(result: FitResult, setting: dict) -> Runs:
                 np.asarray(result.thetas, np.float64))
 
 
-def train_setting(size: str, **kw) -> dict:
+def budget_setting(size: str, **kw) -> dict:
     """The setting of a training experiment at budget ``size``, as a claim records it: the
     default mixture, ``LAM``, the small start, the budget's seeds, steps, batch, L and lr,
     with ``kw`` replacing any of them."""
@@ -145,7 +145,7 @@ def train_setting(size: str, **kw) -> dict:
 
 @lru_cache(maxsize=None)
 def _train(size: str, **kw) -> Runs:
-    s = train_setting(size, **kw)
+    s = budget_setting(size, **kw)
     setting = DEFAULT.replace(K=s["K"], d=s["d"], r=s["r"], sigma=s["sigma"])
     res = sweeps.run_seeds(size, setting=setting, lam=s["lam"], init=s["init"], lr=s["lr"],
                            steps=s["steps"], seeds=s["seeds"])

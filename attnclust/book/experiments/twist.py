@@ -63,7 +63,7 @@ def signed_twist(theta: Float[ArrayLike, "3 d"], reference: Float[ArrayLike, "3 
     mu = np.eye(3, theta.shape[1])
     u = np.full(3, 1 / np.sqrt(3))
     angles = []
-    for h_t, h_r in zip(ls._matched(theta, mu), ls._matched(reference, mu)):
+    for h_t, h_r in zip(ls.matched_heads(theta, mu), ls.matched_heads(reference, mu)):
         a, b = (h[:3] - (h[:3] @ u) * u for h in (h_t, h_r))  # in the centroids' space
         angles.append(np.degrees(np.arctan2(np.cross(b, a) @ u, a @ b)))
     return float(np.mean(angles))
@@ -155,7 +155,7 @@ def twist(size: str = "full", progress: bool = False) -> Twist:
     k3 = ls.k3_points()
     sym, rot = k3.symmetric.theta, k3.rotated.theta
     sense = np.sign(signed_twist(rot, sym))
-    n_prompts = tuple(ls._prompts(L, tokens) for L in Ls)
+    n_prompts = tuple(ls.prompts_per_sample(L, tokens) for L in Ls)
     tw, smallest, grad = (np.zeros((len(Ls), S)) for _ in range(3))
     bar = tqdm(total=len(Ls) * S, desc="K = 3 twist", disable=not progress)
     for i, (L, n) in enumerate(zip(Ls, n_prompts)):

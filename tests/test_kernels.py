@@ -1,4 +1,5 @@
-"""The rank-one head pooling and its hand-written gradient (attnclust/_numerics.py).
+"""The kernels of attnclust/_kernels.py: the rank-one head pooling and its hand-written gradient,
+and (at the end) every public path to a layer against the one kernel it is built on.
 
 The reference is the formula differentiated by JAX: out_q = sum_k softmax_k(lam Pq_q Pk_k)
 Pk_k with ``jax.nn.softmax``, in float64 (``jax.enable_x64``), where it is accurate for the
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnclust as ac
-from attnclust._numerics import rank_one_softmax_pool
+from attnclust._kernels import rank_one_softmax_pool
 
 
 def _reference(lam, Pq, Pk):
@@ -206,7 +207,7 @@ def test_training_step_keeps_no_score_matrix(L):
     L = 1024; the pooling that stored its weights held several of those)."""
     import optax
 
-    from attnclust._numerics import TILE_BYTES
+    from attnclust._kernels import TILE_BYTES
 
     m = ac.orthogonal_mixture()
     X = jax.ShapeDtypeStruct((32, L, m.d), jnp.float32)
@@ -217,3 +218,138 @@ def test_training_step_keeps_no_score_matrix(L):
     temp = compiled.memory_analysis().temp_size_in_bytes
     score_matrix = 2 * 32 * 4 * L * L  # one float32 L x L per prompt and head
     assert temp <= 2 * TILE_BYTES < score_matrix, (temp, score_matrix)
+
+
+# --------------------------------------------------------------------------- callers
+# Every public path to a layer is built on one kernel of attnclust._kernels: where two paths
+# compute the same numbers (the same prompts, temperature and mask), they must agree to
+# float32 rounding. Each property draws the prompts with NumPy from a seed, on shapes from
+# short lists so that compiled programs are reused across examples.
+
+from attnclust import _kernels as kernels  # noqa: E402
+from attnclust import stationary, temperature  # noqa: E402
+from attnclust.general_mixture import GeneralMixture  # noqa: E402
+from attnclust.symbolic import identity_attention_float64  # noqa: E402
+
+_paths = settings(max_examples=10, deadline=None)
+_ATOL = 2e-5  # float32 rounding of sums of at most 30 tokens of size ~3, in another order
+
+
+def _prompts(seed, n, L, d, scale=1.5):
+    rng = np.random.default_rng(seed)
+    return jnp.asarray(scale * rng.normal(size=(n, L, d)), jnp.float32)
+
+
+def _masked_reference(X, lam, mask):
+    """Identity attention in float64 NumPy with a (..., Q, K) mask: masked keys weigh 0."""
+    X = np.asarray(X, np.float64)
+    s = np.where(mask, lam * X @ np.swapaxes(X, -1, -2), -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ X
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.sampled_from([(2, 6, 3), (3, 11, 2)]), st.floats(0.05, 5.0))
+def test_identity_attention_paths_agree(seed, shape, lam):
+    """identity_attention (full and blocked), identity_attend of the prompt against itself,
+    temperature.identity_layer (one lam and one per prompt) and identity_weights @ X, and the
+    kernel itself: the same Q(X)."""
+    X = _prompts(seed, *shape)
+    ref = np.asarray(kernels.identity_rows(X, X, lam))
+    lams = np.full(shape[0], lam, np.float32)
+    for got in (ac.identity_attention(X, lam), ac.identity_attention(X, lam, block=4),
+                ac.identity_attend(X, X, lam), temperature.identity_layer(X, lam),
+                temperature.identity_layer(X, lams), temperature.identity_weights(X, lam) @ X,
+                ac.identity_stack(X, lam, 1)[1]):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=_ATOL)
+    np.testing.assert_allclose(ref, identity_attention_float64(np.asarray(X), lam), rtol=0, atol=1e-4)
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.sampled_from([(2, 6, 3), (3, 11, 2)]), st.floats(0.05, 5.0))
+def test_self_masked_paths_agree(seed, shape, lam):
+    """The self-masked layer three ways (masked_identity_attention, identity_layer with
+    mask_self, identity_weights with mask_self @ X) and identity_attend of every token alone
+    against its prompt with its own key masked: the float64 softmax over k != l."""
+    X = _prompts(seed, *shape)
+    L = shape[1]
+    ref = _masked_reference(X, lam, ~np.eye(L, dtype=bool))
+    one_by_one = ac.identity_attend(X[:, :, None, :], X[:, None, :, :], lam, key_mask=~jnp.eye(L, dtype=bool))[:, :, 0]
+    for got in (temperature.masked_identity_attention(X, lam), temperature.identity_layer(X, lam, mask_self=True),
+                temperature.identity_weights(X, lam, mask_self=True) @ X, one_by_one):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-4)
+    np.testing.assert_array_equal(np.diagonal(temperature.identity_weights(X, lam, mask_self=True), 0, 1, 2), 0.0)
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.integers(1, 6), st.floats(0.05, 5.0))
+def test_key_mask_equals_dropping_the_keys(seed, kept, lam):
+    """identity_attend with a key mask that keeps the first ``kept`` keys is the attention over
+    those keys alone."""
+    X = _prompts(seed, 2, 6, 3)
+    Z = X[:, :2]
+    got = ac.identity_attend(Z, X, lam, key_mask=jnp.arange(6) < kept)
+    np.testing.assert_allclose(got, kernels.identity_rows(Z, X[:, :kept], lam), rtol=0, atol=_ATOL)
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.floats(0.05, 2.0))
+def test_sure_and_stack_paths_use_the_layer(seed, lam):
+    """identity_sure's residual term is that of identity_layer's outputs (its divergence
+    term is checked against autodiff in test_temperature), and the stack rule's stack is
+    identity_stack's last layer, at the same temperature per prompt."""
+    X = _prompts(seed, 3, 8, 2)
+    Q, res, _ = kernels.sure_terms(X, jnp.full(3, lam, jnp.float32), False)
+    np.testing.assert_allclose(Q, temperature.identity_layer(X, lam), rtol=0, atol=_ATOL)
+    np.testing.assert_allclose(res, np.sum((np.asarray(Q) - np.asarray(X)) ** 2, -1), rtol=1e-5, atol=1e-6)
+    deep = kernels.identity_stack(X, jnp.full(3, lam, jnp.float32), 3, False)
+    np.testing.assert_allclose(deep, ac.identity_stack(X, lam, 3)[-1], rtol=0, atol=1e-4)
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.sampled_from([1, 2, 3]), st.floats(0.05, 5.0))
+def test_two_head_paths_agree(seed, H, lam):
+    """two_head_layer, two_head_attend of the prompt against itself, the kernel, the
+    empirical risk (a mean of the layer's errors), and stationary's risk on a fixed sample."""
+    X = _prompts(seed, 2, 7, 3)
+    theta = jnp.asarray(np.random.default_rng(seed + 1).normal(size=(H, 3)), jnp.float32)
+    ref = np.asarray(kernels.two_head(theta, X, lam))
+    for got in (ac.two_head_layer(theta, X, lam), ac.two_head_attend(theta, X, X, lam)):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=_ATOL)
+    risk = float(np.mean(np.sum((np.asarray(X) - ref) ** 2, -1)))
+    assert float(ac.empirical_risk(theta, X, lam)) == pytest.approx(risk, rel=1e-5, abs=1e-6)
+    value, _, _ = stationary.empirical_value_grad_hess(theta, X, lam)
+    assert value == pytest.approx(risk, rel=1e-5, abs=1e-6)
+
+
+@_paths
+@given(st.integers(0, 2**31 - 1), st.floats(0.05, 5.0))
+def test_limit_paths_agree(seed, lam):
+    """head_output_limit is the head coefficients times theta; general_identity_limit of the
+    same isotropic mixture is identity_limit; population_risk_mc averages head_output_limit's
+    errors."""
+    m = ac.orthogonal_mixture(K=2, d=3, r=2.0, sigma=0.5)
+    rng = np.random.default_rng(seed)
+    theta = jnp.asarray(rng.normal(size=(2, 3)), jnp.float32)
+    z = jnp.asarray(1.5 * rng.normal(size=(5, 3)), jnp.float32)
+    np.testing.assert_allclose(ac.head_output_limit(theta, z, m, lam),
+                               ac.head_coefficients(z @ theta.T, theta, m, lam) @ theta, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ac.limits.general_identity_limit(z, GeneralMixture.from_gaussian(m), lam),
+                               ac.identity_limit(z, m, lam), rtol=1e-5, atol=1e-5)
+    key = jax.random.PRNGKey(seed % 1000)
+    draws = ac.sample(key, m, 64, 1)[0][:, 0]
+    mc = float(np.mean(np.sum((np.asarray(draws) - np.asarray(ac.head_output_limit(theta, draws, m, lam))) ** 2, -1)))
+    assert float(ac.population_risk_mc(key, theta, m, lam, 64)) == pytest.approx(mc, rel=1e-5)
+
+
+def test_temperature_layers_are_finite_at_the_largest_temperature():
+    """The rules' layers use the library's overflow-safe identity kernel: at lam = 3e38 (the
+    softmax of lam <x, x'> overflows float32 for these tokens, |<x, x'>| up to about 20,
+    which made jax.nn.softmax NaN) they are finite and each output is its hard-argmax key."""
+    X = _prompts(3, 2, 9, 3)
+    for out in (temperature.identity_layer(X, 3e38), temperature.identity_layer(X, 3e38, mask_self=True),
+                temperature.identity_sure(X, 3e38, 0.25), temperature.identity_weights(X, 3e38)):
+        assert np.all(np.isfinite(np.asarray(out)))
+    Xn = np.asarray(X, np.float64)
+    hard = np.take_along_axis(Xn, np.argmax(Xn @ np.swapaxes(Xn, -1, -2), -1)[..., None], axis=-2)
+    np.testing.assert_allclose(temperature.identity_layer(X, 3e38), hard, rtol=0, atol=1e-5)
