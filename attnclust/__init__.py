@@ -5,18 +5,19 @@ figures, explorers, claims) and ``attnclust.assignments`` the course grader, and
 here imports either. The core's modules build on one another in one direction (an arrow
 ``a -> b``: b imports a, directly or through the modules between):
 
-    setting -> mixture -> general_mixture -> limits -> risk -> stationary
+    setting -> mixture -> general_mixture -> limits
+    mixture -> risk -> stationary
     setting -> symbolic
-    attention -> risk
     mixture -> metrics -> train
     attention -> train
     general_mixture -> train
     baselines -> temperature
-    attention -> temperature
 
 and ``attention`` (the layers), ``stats`` and ``digits`` import none of the others
-(``setting``, the default setting, only the validators). Training uses the layers and records the metrics of its runs; it does not use the
-risks or their limits.
+(``setting``, the default setting, only the validators). The layers, the large-L limits,
+the risks and the temperature rules compute with one set of compiled kernels, the
+package-private ``_kernels``. Training uses the layers and records the metrics of its
+runs; it does not use the risks or their limits.
 
 What is public: every module whose name has no leading underscore, and in each module the
 names of its ``__all__`` or, for a module without one, the functions, classes and documented

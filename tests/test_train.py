@@ -371,7 +371,7 @@ def test_train_config_validates_once_and_is_hashable():
 
 @pytest.mark.usefixtures("typecheck_off")
 @pytest.mark.parametrize("fields, error, name", [
-    (dict(steps=0), ValueError, "steps"), (dict(steps=2.5), ValueError, "steps"),
+    (dict(steps=0), ValueError, "steps"), (dict(steps=2.5), TypeError, "steps"),
     (dict(batch=-1), ValueError, "batch"), (dict(L=0), ValueError, "L"),
     (dict(lr=float("nan")), ValueError, "lr"), (dict(lam=0.0), ValueError, "lam"),
     (dict(lam=[[1.0]]), ValueError, "lam"), (dict(lam=[]), ValueError, "lam"),
