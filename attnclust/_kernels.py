@@ -81,8 +81,8 @@ def row_moments(tile_bytes, lam, Pq, Pk):
     (``tile_moments``): ``lax.map`` over groups of as many whole pairs as fit in a tile
     (the last group padded with zero pairs, dropped after) or, when one pair's Q x K weights
     do not fit, over the pairs and over blocks of queries (the last padded, its rows
-    dropped). At L = 256 (32 prompts, two heads) a tile holds 16 pairs: the step took 3.66 ms
-    (median of 7 interleaved repeats, 2026-12-02) against 3.85 ms with one pair a tile."""
+    dropped). Several pairs a tile mean fewer, larger operations for XLA to schedule (at
+    L = 256, 32 prompts and two heads a tile holds 16 pairs); ``make bench`` times the step."""
     ext, s = shift(lam, Pq, Pk)
     if one_tile(tile_bytes, Pq, Pk):
         D = Pk[:, None, :] - ext[:, :, None]
