@@ -497,7 +497,14 @@ def large_L_minimiser(
 ) -> tuple[np.ndarray, float]:
     """Local minimiser of the large-L risk ``ac.population_risk`` (quadrature, isotropic
     mixtures only) reached by BFGS from ``theta0`` (e.g. a trained theta): (theta, R_inf).
-    Compares a finite-L training result with the large-L answer for the same mixture."""
+    Compares a finite-L training result with the large-L answer for the same mixture.
+
+    The risk is evaluated in float32, so near a flat stretch BFGS's line search can find no
+    decrease that float32 resolves and stop early ("precision loss") with the gradient still
+    above ``tol``; where that stop went somewhere, BFGS restarts from it with a fresh Hessian
+    estimate (at most ``_BFGS_RESTARTS`` times). Without the restarts, whether the K = 3
+    rotated minimiser is reached from a small turn of the symmetric point depended on how
+    XLA happened to round the risk."""
     from scipy.optimize import minimize
 
     lam = v.positive_finite("lam", lam)
@@ -511,5 +518,14 @@ def large_L_minimiser(
         val, grad = _risk_and_grad(jnp.asarray(x.reshape(shape), jnp.float32), mixture, float(lam))
         return float(val), np.asarray(grad, np.float64).reshape(-1)
 
-    res = minimize(fun, theta0.reshape(-1), jac=True, method="BFGS", options={"gtol": tol, "maxiter": 500})
-    return res.x.reshape(shape), float(res.fun)
+    x = theta0.reshape(-1)
+    for _ in range(1 + _BFGS_RESTARTS):
+        res = minimize(fun, x, jac=True, method="BFGS", options={"gtol": tol, "maxiter": 500})
+        moved, x = not np.array_equal(res.x, x), res.x
+        if res.success or res.status != _PRECISION_LOSS or not moved:
+            break
+    return x.reshape(shape), float(res.fun)
+
+
+_BFGS_RESTARTS = 10
+_PRECISION_LOSS = 2  # scipy's BFGS status: "Desired error not necessarily achieved due to precision loss"

@@ -124,3 +124,31 @@ def test_stored_long_budget_has_the_chapters_shape():
     assert long.k3.final.shape == (b.seeds, 3, 5)
     assert long.k3_against.to_symmetric.shape == (b.seeds,)
     assert long.stall.newton_eigenvalues.shape == (long.stall.n, 10)
+
+
+_K3_POINT = """
+from attnclust.book.experiments import landscape
+p = landscape.k3_points(1000)
+print(p.twist, p.rotated.kind, p.rotated.eigenvalues[0])
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("xla_flags", ["--xla_backend_optimization_level=1", None], ids=["level-1", "xla-default"])
+def test_k3_rotated_minimiser_does_not_depend_on_xla_rounding(xla_flags):
+    """From the symmetric K = 3 point turned by 0.05 rad, BFGS then Newton reach the rotated
+    local minimum of R_inf, about 18 degrees round the mixture-mean axis, with XLA's default
+    settings (what ``python -m attnclust experiment`` runs with) as with the tests' LLVM
+    level 1. Without BFGS's restarts after a float32 precision-loss stop, XLA's default
+    returned to the symmetric saddle (twist 0, a negative eigenvalue)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
+    env.update({"JAX_PLATFORMS": "cpu"} | ({"XLA_FLAGS": xla_flags} if xla_flags else {}))
+    out = subprocess.run([sys.executable, "-c", _K3_POINT], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    twist, *kind, smallest = out.stdout.split()
+    assert float(twist) == pytest.approx(18.09, abs=0.05)
+    assert " ".join(kind) == "local minimum" and float(smallest) > 0.05

@@ -8,7 +8,7 @@ the folder ``attnclust/book/results/``, written by the command that the file rec
     python -m attnclust experiment NAME --size full        # writes attnclust/book/results/NAME.json
 
 ``save`` writes the data with its provenance (the command, the git commit and whether the
-working tree was clean, the UTC date, the machine, and a hash of the library sources the
+package's code was clean, the UTC date, the machine, and a hash of the library sources the
 experiment depends on, docstrings and comments left out); ``load`` reads it back and
 ``Stored.stale`` says whether the code of those sources changed since (then the file must be regenerated: the tests fail on a stale file).
 Data are JSON: numbers, strings, lists and dicts (NumPy arrays as nested lists).
@@ -75,6 +75,10 @@ def sources_hash(sources: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+_CODE = ("attnclust", ":(exclude)attnclust/book/results/*.json")
+"""The paths whose uncommitted changes make a new results file not ``clean``."""
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", *args], cwd=SOURCE_ROOT, capture_output=True, text=True, timeout=10)
@@ -102,7 +106,8 @@ class Stored:
         data: the experiment's data (JSON types; non-finite numbers restored as floats).
         command: the command that wrote it.
         commit: the git commit it was run at (None outside a git checkout).
-        clean: whether the working tree had no uncommitted change then.
+        clean: whether the package's code had no uncommitted change then (results files
+            aside, so that one experiment's new file does not mark the next one's).
         date: the UTC date and time it was written, ISO 8601.
         machine: a short description of the machine.
         sources: the library files the experiment depends on.
@@ -168,7 +173,7 @@ def save(
         "name": name,
         "command": command,
         "commit": _git("rev-parse", "HEAD"),
-        "clean": None if _git("rev-parse", "HEAD") is None else _git("status", "--porcelain", "--", "attnclust") == "",
+        "clean": None if _git("rev-parse", "HEAD") is None else _git("status", "--porcelain", "--", *_CODE) == "",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {_cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}",
         "sources": list(sources),
