@@ -284,16 +284,22 @@ def sections(results: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(m["section"] for m in results["metrics"]))
 
 
+def _table(results: dict[str, Any], section: str | None) -> tuple[list[dict], tuple]:
+    """The goal table's rows and columns: every metric, or only those of ``section`` (then
+    without the Section column)."""
+    rows = metric_rows(results)
+    if section is None:
+        return rows, COLUMNS
+    rows = [r for r in rows if r["section"] == section]
+    if not rows:
+        raise ValueError(f"no metric in section {section!r}; sections: {sections(results)}")
+    return rows, tuple(c for c in COLUMNS if c[0] != "section")
+
+
 def markdown_table(results: dict[str, Any], section: str | None = None) -> str:
     """The goal table as Markdown (for the Performance page): every metric, or only those
     of ``section`` (then without the Section column)."""
-    rows = metric_rows(results)
-    cols = COLUMNS
-    if section is not None:
-        rows = [r for r in rows if r["section"] == section]
-        if not rows:
-            raise ValueError(f"no metric in section {section!r}; sections: {sections(results)}")
-        cols = tuple(c for c in COLUMNS if c[0] != "section")
+    rows, cols = _table(results, section)
     head = "| " + " | ".join(title for _, title in cols) + " |"
     rule = "|" + "|".join("---" for _ in cols) + "|"
     body = [
@@ -309,13 +315,7 @@ def html_table(results: dict[str, Any], section: str | None = None) -> str:
     ``goal-unresolved``."""
     import html
 
-    rows = metric_rows(results)
-    cols = COLUMNS
-    if section is not None:
-        rows = [r for r in rows if r["section"] == section]
-        if not rows:
-            raise ValueError(f"no metric in section {section!r}; sections: {sections(results)}")
-        cols = tuple(c for c in COLUMNS if c[0] != "section")
+    rows, cols = _table(results, section)
     head = "".join(f"<th>{html.escape(title)}</th>" for _, title in cols)
     body = []
     for r in rows:
