@@ -43,6 +43,10 @@ _BARE_NDARRAY = re.compile(r"(?<=\[)ndarray(?=, ')")
 _ALIASES = {"np": "numpy", "sp": "sympy", "jnp": "jax.numpy"}
 _ALIASED = re.compile(r"(?<![\w.~])(%s)\." % "|".join(_ALIASES))
 _SHAPE = re.compile(r"^'[^']*'$")
+# The same bare name in the attribute types that napoleon takes from a dataclass's
+# annotations (``Float[ArrayLike, " S"]`` expands to ``Float[ndarray, ' S'] | ...``), which no
+# autodoc event lets ``readable`` rewrite.
+_BARE_EXTERNAL = {"ndarray": "numpy.ndarray"}
 
 
 def readable(annotation: str) -> str:
@@ -70,7 +74,7 @@ def external_as_text(app, env, node, contnode):
     """Resolve a Python reference to another package's type or a shape string as text."""
     if node.get("refdomain") != "py":
         return None
-    target = node.get("reftarget", "")
+    target = _BARE_EXTERNAL.get(node.get("reftarget", ""), node.get("reftarget", ""))
     package = target.split(".", 1)[0]
     if "." in target and package != "attnclust" and package in sys.modules:
         shown = target.rsplit(".", 1)[-1]

@@ -147,7 +147,7 @@ class TrainConfig:
 
     @property
     def n_records(self) -> int:
-        """Records of a run: ``steps / record_every``."""
+        """The number of records a run keeps, ``steps / record_every``."""
         return self.steps // self.record_every
 
     @property

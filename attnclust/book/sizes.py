@@ -15,7 +15,7 @@ it has. The training budgets (``attnclust.book.sweeps.BUDGETS``) use the same na
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any
 
 from attnclust import _validate as v
 
@@ -26,15 +26,13 @@ SIZES: dict[str, str] = {
 }
 """Every size name and what it means."""
 
-T = TypeVar("T")
-
 
 def check(size: str, allowed=tuple(SIZES)) -> str:
     """``size``, raising a ValueError unless it is one of ``allowed`` (sizes of ``SIZES``)."""
     return v.one_of("size", size, tuple(s for s in SIZES if s in tuple(allowed)))
 
 
-def pick(table: Mapping[str, T], size: str) -> T:
+def pick(table: Mapping[str, Any], size: str) -> Any:
     """``table[size]``: an experiment's numbers at ``size``; a ValueError naming the sizes
     the table has when it has not this one."""
     unknown = set(table) - set(SIZES)
