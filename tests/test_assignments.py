@@ -265,7 +265,7 @@ def test_discover_submissions_naming(tmp_path):
     (tmp_path / "eli").mkdir()
     (tmp_path / "eli" / "my work.ipynb").write_text("{}")
     found = discover_submissions(tmp_path, "toy")
-    assert sorted(found) == ["alice", "bob", "dora", "eli"]
+    assert sorted(found.notebooks) == ["alice", "bob", "dora", "eli"] and not found.refused
 
 
 def test_discover_submissions_refuses_duplicates_and_bad_folders(tmp_path):
@@ -583,7 +583,7 @@ def test_output_paths_are_checked(tmp_path):
 
 
 def test_csv_is_written_atomically(tmp_path, monkeypatch):
-    from attnclust.assignments.grading import ExerciseGrade
+    from attnclust.assignments.gradebook import ExerciseGrade
 
     path = tmp_path / "grades.csv"
     write_csv([ExerciseGrade("a", "ex-1", 1, 1, "passed")], path)

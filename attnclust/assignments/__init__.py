@@ -13,7 +13,9 @@ Two commands (``python -m attnclust.assignments --help``):
   (``_checker.py``) and writes one CSV row per student and exercise.
 
 The chapters' MyST sources (``chapters/*.md``) are the only source of truth
-(:mod:`.source`); the editions are made in :mod:`.editions`, the grading in :mod:`.grading`.
+(:mod:`.source`); the editions are made in :mod:`.editions`; the submissions are found and
+read in :mod:`.submissions`, graded in :mod:`.grading` and kept on disk, as they are graded,
+in :mod:`.gradebook`.
 
 Why not otter-grader or nbgrader (both looked at, November 2026): ``otter grade`` (7.0) grades
 a folder only in Docker containers, and its local path ``otter run`` grades one submission
@@ -41,11 +43,12 @@ _EXPORTS = {
     "autograder_material": "editions", "instructor_notebook": "editions",
     "reader_notebook": "editions", "install_cell_source": "editions",
     "student_notebook": "editions", "write_editions": "editions",
-    "ExerciseGrade": "grading", "GradingError": "grading", "check_output_path": "grading",
-    "discover_submissions": "grading", "grade_notebook": "grading",
+    "ExerciseGrade": "gradebook", "Gradebook": "gradebook", "write_csv": "gradebook",
+    "GradingError": "submissions", "Submissions": "submissions",
+    "discover_submissions": "submissions", "read_submission": "submissions",
+    "check_output_path": "grading", "grade_notebook": "grading",
     "grade_notebooks": "grading", "grade_submissions": "grading",
-    "prepare_submission": "grading", "read_submission": "grading",
-    "validate_material": "grading", "write_csv": "grading",
+    "prepare_submission": "grading", "validate_material": "grading",
     "Chapter": "source", "Exercise": "source", "parse_chapter": "source",
 }
 """Public name -> the submodule that defines it (imported on first access)."""

@@ -103,15 +103,18 @@ def cmd_grade(args) -> int:
     require_extra()
     from tqdm.auto import tqdm
 
-    from .grading import (check_output_path, discover_submissions, grade_submissions,
-                          require_sandbox, write_csv)
+    from ._text import printable
+    from .grading import check_output_path, grade_submissions, require_sandbox
     from .sandbox import Limits
+    from .submissions import discover_submissions
 
     subs = discover_submissions(args.submissions, args.chapter)
     material = _material(args)
     if not material["exercises"]:
         raise CommandError(f"chapter {material['chapter']} has no exercises")
-    if not subs:
+    for line in subs.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if not subs.students:
         raise CommandError(f"no submissions for chapter {material['chapter']} in "
                            f"{args.submissions}")
     out = check_output_path(args.out)
@@ -124,25 +127,32 @@ def cmd_grade(args) -> int:
               "see what you see", file=sys.stderr)
     else:
         require_sandbox(hidden)
-    bar = tqdm(total=len(subs), desc="grading", unit="notebook", file=sys.stderr,
+    bar = tqdm(total=len(subs.notebooks), desc="grading", unit="notebook", file=sys.stderr,
                disable=None)
     try:
         grades = grade_submissions(
-            args.submissions, material, timeout=args.timeout, cell_timeout=args.cell_timeout,
-            check_timeout=args.check_timeout, jobs=args.jobs, executed_dir=args.executed,
-            unsafe=args.unsafe, hidden=hidden,
+            subs, material, out=out, fresh=args.fresh, timeout=args.timeout,
+            cell_timeout=args.cell_timeout, check_timeout=args.check_timeout, jobs=args.jobs,
+            executed_dir=args.executed, unsafe=args.unsafe, hidden=hidden,
             limits=Limits(memory_bytes=int(args.memory * (1 << 30))),
-            progress=lambda student: bar.update())
+            progress=lambda student: bar.update(),
+            log=lambda line: bar.write(printable(line), file=sys.stderr))
     finally:
         bar.close()
-    write_csv(grades, out)
     totals: dict[str, float] = {}
     for g in grades:
         totals[g.student] = totals.get(g.student, 0.0) + g.points
     full = float(material["total_points"])
     for student, pts in totals.items():
-        print(f"{student}: {pts:g}/{full:g}")
-    print(f"wrote {out}")
+        print(f"{printable(student)}: {pts:g}/{full:g}")
+    print(f"wrote {printable(out)}")
+    unchecked = sorted({g.student for g in grades if not g.final})
+    if unchecked:
+        print(f"error: the grader could not check {len(unchecked)} submission"
+              f"{'s' * (len(unchecked) != 1)} ({', '.join(map(printable, unchecked))}); "
+              "their rows say why: run the same command again to grade them",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -179,6 +189,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--material", help="autograder JSON written by build (default: read the "
                                       "checks from chapters/<chapter>.md)")
     g.add_argument("--executed", help="folder where the executed notebooks are saved")
+    g.add_argument("--fresh", action="store_true",
+                   help="grade every submission again (default: a run with the same --out "
+                        "keeps the grades of unchanged submissions graded before, so that "
+                        "an interrupted run resumes)")
     g.add_argument("--unsafe", action="store_true",
                    help="grade without a sandbox where none can be made (the notebooks run "
                         "as your user and see your files: only for notebooks you trust)")

@@ -7,7 +7,7 @@ once, and the answers, read when the first check is reached (the grader sends th
 every submission has run, so the narrative runs meanwhile)::
 
     {"program": [...], "skip": [[index, student], ...], "check_timeout": s, "rlimits": {...}}
-    {student: {"label/occurrence": {name: encoded}}}
+    {student: {"label/occurrence": JSON text of {name: encoded}}}
 
 ``program`` is the chapter's own code in source order, from the autograder material: its
 narrative code cells (``{"kind": "code", "source"}``) and check cells (``{"kind": "check",
@@ -15,7 +15,10 @@ narrative code cells (``{"kind": "code", "source"}``) and check cells (``{"kind"
 narrative runs once, in an IPython shell of this process; at each check, for every student
 in turn, the check's source runs in a copy of the shell's namespace where the names it reads
 (``names``) are bound to that student's decoded answers (:mod:`.answers`). No code of a
-student runs here: answers are data, decoded by a parser that evaluates nothing.
+student runs here: answers are data, decoded by a parser that evaluates nothing. Each
+student's answers arrive as JSON text and are parsed and decoded inside that student's
+check, under its time limit: an answer that is slow or too deep to parse costs its own
+check, never the chapter's narrative or another student's checks.
 
 Events, one JSON line each on standard output (fd 1 is pointed at standard error for
 everything else the chapter prints)::
@@ -64,9 +67,19 @@ def _message(e: BaseException) -> str:
     return str(e)[:2000]
 
 
-def _bind(item: dict, namespace: dict, encoded: dict) -> tuple[dict | None, dict | None]:
+def _bind(item: dict, namespace: dict, text: str) -> tuple[dict | None, dict | None]:
     """``(space, None)``: a copy of ``namespace`` with the check's names bound to the
-    decoded answers; or ``(None, result)``, the result saying why the check cannot run."""
+    answers decoded from ``text`` (JSON); or ``(None, result)``, the result saying why the
+    check cannot run."""
+    try:
+        encoded = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError, MemoryError) as e:
+        encoded = None
+        why = f"the answers are not readable data ({type(e).__name__})"
+    else:
+        why = "the answers are not readable data"
+    if not isinstance(encoded, dict):
+        return None, {"status": "refused", "ename": "AnswerError", "evalue": why}
     space = dict(namespace)
     for name in item["names"]:
         if name not in encoded:
@@ -75,6 +88,9 @@ def _bind(item: dict, namespace: dict, encoded: dict) -> tuple[dict | None, dict
         try:
             value = decode(encoded[name])
             check_kind(value, item.get("exercise_kind", ""))
+        except RecursionError:
+            return None, {"status": "refused", "ename": "AnswerError",
+                          "evalue": f"{name}: the answer is too deeply nested"}
         except AnswerError as e:
             status = "missing" if str(e) == "not defined" else "refused"
             return None, {"status": status, "ename": "AnswerError",
@@ -85,7 +101,7 @@ def _bind(item: dict, namespace: dict, encoded: dict) -> tuple[dict | None, dict
     return space, None
 
 
-def _run_check(item: dict, namespace: dict, encoded: dict, timeout: float) -> dict:
+def _run_check(item: dict, namespace: dict, encoded: str, timeout: float) -> dict:
     """One check on one student's answers: ``{"status", "ename", "evalue"}``. Decoding the
     answers and running the check share the time limit."""
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -127,7 +143,10 @@ def main() -> int:
             continue
         key = f"{item['label']}/{item['occurrence']}"
         if answers is None:
-            answers = json.loads(sys.stdin.readline() or "{}")
+            try:
+                answers = json.loads(sys.stdin.readline() or "{}")
+            except (ValueError, RecursionError):  # the grader sends a flat object of texts
+                answers = {}
         for student in sorted(answers):
             if (index, student) in skip or key not in answers[student]:
                 continue

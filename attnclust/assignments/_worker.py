@@ -56,9 +56,25 @@ def events_stream():
     return stream
 
 
+def not_dumpable() -> None:
+    """Make this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): a process of the same
+    user, such as the kernel this worker starts, may then neither open this one's file
+    descriptors through ``/proc/<pid>/fd`` nor take them with ``pidfd_getfd``, so it cannot
+    write into the events stream. The kernel, started by ``execve``, is dumpable again, as
+    every new program is; only the grader's side is closed."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
 def begin() -> tuple[dict, Callable[..., None]]:
-    """Read the job (the first line of standard input), set its resource limits, and return
-    it with ``emit(**event)``, which writes one event (a JSON line) to the events stream."""
+    """Read the job (the first line of standard input), set its resource limits, make this
+    process non-dumpable, and return it with ``emit(**event)``, which writes one event (a
+    JSON line) to the events stream."""
+    not_dumpable()
     job = json.loads(sys.stdin.readline())
     if job.get("rlimits"):
         apply_rlimits(job["rlimits"])

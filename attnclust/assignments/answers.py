@@ -27,7 +27,8 @@ import io
 import math
 import re
 
-__all__ = ["AnswerError", "check_kind", "decode", "parse_srepr"]
+__all__ = ["AnswerError", "MAX_JSON_DEPTH", "check_kind", "decode", "json_depth",
+           "parse_srepr"]
 
 MAX_STRING = 1 << 20
 """Longest accepted string (characters), and longest ``srepr``."""
@@ -43,6 +44,11 @@ MAX_ITEMS = 1_000_000
 
 MAX_DEPTH = 32
 """Deepest nesting of lists, tuples and dicts."""
+
+MAX_JSON_DEPTH = 3 * MAX_DEPTH + 8
+"""Deepest JSON nesting of one exported answer: a dict answer takes three JSON levels a level
+(``{"t": "dict", "v": [[key, value], ...]}``). The grader refuses deeper exports before it
+stores or forwards them, so that no parser downstream runs out of stack."""
 
 _NAME = re.compile(r"^[^\W\d_]\w{0,63}$")
 _FLOAT = re.compile(r"^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|nan)$")
@@ -93,6 +99,21 @@ def _array(data: object):
         raise AnswerError("arrays must hold booleans or numbers")
     array.flags.writeable = False
     return array
+
+
+def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deeply JSON data (lists and dicts) nests, counted without recursion and up to
+    ``limit + 1`` (a deeper value returns ``limit + 1`` as soon as that is known)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (list, dict)):
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            return limit + 1
+        stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def decode(encoded: object, *, _depth: int = 0, _count: list | None = None):

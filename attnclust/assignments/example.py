@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from .editions import write_editions
-from .grading import grade_submissions, write_csv
+from .grading import grade_submissions
 from .source import MYST_HEADER, parse_chapter
 
 __all__ = ["EXAMPLE_CHAPTER", "rows_to_html", "run_example"]
@@ -138,10 +138,10 @@ def run_example(folder: str | Path, *, timeout: float = 120.0, jobs: int = 2,
     from .editions import autograder_material
 
     t0 = time.monotonic()
-    grades = grade_submissions(subs, autograder_material(chapter), timeout=timeout, jobs=jobs,
-                               unsafe=unsafe, hidden=[folder / "chapters"])
+    csv_path = folder / "grades.csv"
+    grade_submissions(subs, autograder_material(chapter), out=csv_path, fresh=True,
+                      timeout=timeout, jobs=jobs, unsafe=unsafe, hidden=[folder / "chapters"])
     seconds = time.monotonic() - t0
-    csv_path = write_csv(grades, folder / "grades.csv")
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
     return {"rows": rows, "seconds": seconds, "paths": paths, "csv": csv_path,

@@ -31,7 +31,7 @@ sees; the checks still run outside their kernels.
 
 from __future__ import annotations
 
-import csv
+import hashlib
 import json
 import math
 import os
@@ -43,9 +43,10 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,25 +54,24 @@ import nbformat
 
 from . import sandbox
 from ._export import _ATTNCLUST_MIME as MIME
+from ._text import utf8
+from .answers import MAX_JSON_DEPTH, json_depth
+from .gradebook import ExerciseGrade, Gradebook, atomic_write
 from .source import check_header
+from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
+                          read_submission)
 
-__all__ = ["ExerciseGrade", "GradingError", "check_output_path", "discover_submissions",
-           "grade_notebook", "grade_notebooks", "grade_submissions", "prepare_submission",
-           "read_submission", "require_sandbox", "unanswered", "validate_material",
-           "write_csv"]
+__all__ = ["check_output_path", "grade_notebook", "grade_notebooks", "grade_submissions",
+           "prepare_submission", "require_sandbox", "unanswered", "validate_material"]
 
 WORKER = Path(__file__).with_name("_worker.py")
 EXPORT_SOURCE = Path(__file__).with_name("_export.py").read_text()
-CSV_FIELDS = ["student", "exercise", "points", "max_points", "feedback"]
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a whole notebook may run (``--timeout``)."""
 
 DEFAULT_CHECK_TIMEOUT = 60.0
 """Seconds one check may run on one student's answers (``--check-timeout``)."""
-
-MAX_NOTEBOOK_BYTES = 256 << 20
-"""Larger submission files are not read (0 points, with the reason)."""
 
 MAX_OUTPUT_BYTES = 256 << 20
 """What one sandbox may send back (answers and, with ``--executed``, the executed
@@ -84,34 +84,9 @@ FEEDBACK_CHARS = 500
 """Feedback quoting a submission's own messages is cut to this length."""
 
 
-class GradingError(ValueError):
-    """A problem with the grader's input (paths, material, options) that stops grading
-    before any notebook runs; the message is one line."""
-
-
-@dataclass
-class ExerciseGrade:
-    """One row of the grades CSV."""
-
-    student: str
-    exercise: str
-    points: float
-    max_points: float
-    feedback: str
-
-    def row(self) -> dict:
-        return {"student": self.student, "exercise": self.exercise,
-                "points": _fmt(self.points), "max_points": _fmt(self.max_points),
-                "feedback": self.feedback}
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def _clip(text: object) -> str:
     """One line of at most :data:`FEEDBACK_CHARS` characters."""
-    text = re.sub(r"\s+", " ", str(text)).strip()
+    text = re.sub(r"\s+", " ", utf8(text)).strip()
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS - 1] + "…"
 
 
@@ -179,37 +154,6 @@ def validate_material(material: object, source: str = "the autograder material")
 
 
 # ---- reading and preparing a submission --------------------------------------------------
-
-def read_submission(path: str | Path) -> dict:
-    """The notebook in ``path`` as a dict (nbformat 4; older formats converted).
-
-    Raises:
-        GradingError: the file is too large, not text, not JSON, or not a notebook.
-    """
-    path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
-        raise GradingError(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
-    if size == 0:
-        raise GradingError("the file is empty")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise GradingError("the file is not a text notebook (not UTF-8)") from e
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise GradingError(f"the file is not valid JSON ({e})") from e
-    if not isinstance(data, dict):
-        raise GradingError("the file is not a notebook (no JSON object)")
-    if data.get("nbformat") != 4:
-        try:
-            data = json.loads(nbformat.writes(nbformat.reads(text, as_version=4)))
-        except Exception as e:  # noqa: BLE001 -- any failure to convert: not a notebook
-            raise GradingError(f"the file is not a notebook nbformat reads "
-                               f"({type(e).__name__}: {_clip(e)[:200]})") from e
-    return data
-
 
 def _clean_cells(nb: object) -> list[tuple[str, str, str | None, list[str]]]:
     """``(cell_type, source, metadata check label, tags)`` of each cell of ``nb`` that has a
@@ -317,6 +261,8 @@ class _Program:
 
     def __init__(self, proc: subprocess.Popen, job: dict, group: bool, more: bool = False):
         self.proc, self.group = proc, group
+        self.out_of_memory = False
+        """Set by :meth:`stop`: the sandbox hit its memory limit."""
         _Program.live.add(self)
         self.events: queue.Queue = queue.Queue()
         self.stderr: deque = deque(maxlen=64)
@@ -401,6 +347,8 @@ class _Program:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pass
+        self.out_of_memory = self.out_of_memory or sandbox.out_of_memory(self.proc)
+        sandbox.release(self.proc)
         _Program.live.discard(self)
 
 
@@ -437,13 +385,15 @@ def _start(argv: list[str], job: dict, settings: _Settings, tmp: str,
 class _Run:
     """What the execution of one submission gave (all of it untrusted data)."""
 
-    answers: dict = field(default_factory=dict)  # (label, occurrence) -> (index, values)
+    answers: dict = field(default_factory=dict)  # (label, occurrence) -> (index, JSON text)
     export_errors: dict = field(default_factory=dict)  # (label, occurrence) -> message
     errors: list = field(default_factory=list)  # (index, "Ename: evalue") of other cells
     timed_out: bool = False
     overflow: bool = False
     dead: str | None = None
     executed: dict | None = None
+    grader_failed: bool = False  # the grader, not the submission, stopped it
+    memory: str = ""  # why, when a process of the sandbox was killed for its memory
 
 
 def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
@@ -472,6 +422,12 @@ def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> 
             program.stop()
         if not finished and not run.timed_out and run.dead is None and not run.overflow:
             run.dead = f"the notebook's process ended early ({program.last_error()})"
+        if program.out_of_memory:
+            limit = settings.limits.memory_bytes / (1 << 30)
+            run.memory = (f"the notebook used more than the {limit:g} GiB of memory it may "
+                          "use, and a process of it was stopped")
+            if run.dead is not None:
+                run.dead = f"{run.memory} ({run.dead})"
     return run
 
 
@@ -481,7 +437,11 @@ def _record(run: _Run, event: dict) -> bool:
     label, occ, index = event.get("label"), event.get("occurrence"), event.get("index")
     keyed = isinstance(label, str) and isinstance(occ, int) and isinstance(index, int)
     if kind == "answer" and keyed and isinstance(event.get("values"), dict):
-        run.answers[label, occ] = (index, event["values"])
+        if json_depth(event["values"]) > MAX_JSON_DEPTH:
+            run.export_errors[label, occ] = (index, "the answer is nested more than "
+                                                    f"{MAX_JSON_DEPTH} levels deep")
+        else:  # kept as JSON text: the checker decodes it within the check's time limit
+            run.answers[label, occ] = (index, json.dumps(event["values"]))
     elif kind == "export_error" and keyed:
         run.export_errors[label, occ] = (index, _clip(f"{event.get('ename', '')}: "
                                                      f"{event.get('evalue', '')}"))
@@ -634,6 +594,8 @@ def _not_run_feedback(label: str, occ: int, run: _Run, settings: _Settings) -> s
                 f"{MAX_OUTPUT_BYTES >> 20} MiB of output and was stopped")
     if run.dead:
         return f"{label}: not graded, execution stopped before this check ({run.dead})"
+    if run.memory:
+        return f"{label}: not graded, {run.memory}"
     return f"{label}: not graded, the check did not run"
 
 
@@ -645,7 +607,7 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
         label = ex["label"]
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
-        passed = bool(items)
+        passed, final = bool(items), not run.grader_failed
         feedback = "passed" if items else f"{label}: the chapter has no check for it"
         for i, item in items:
             occ = item["occurrence"]
@@ -656,6 +618,7 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
                                                 "evalue": "no result"})
             if result["status"] != "ok":
                 passed = False
+                final = final and result.get("ename") != "CheckerError"
                 feedback = _check_feedback(label, result, run, run.answers[label, occ][0],
                                            label in blank, ex["variable"])
                 if chapter_errors and result["status"] == "error":
@@ -664,7 +627,8 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
                                  f"({chapter_errors[first]})")
                 break
         points = float(ex["points"]) if passed else 0.0
-        grades.append(ExerciseGrade(student, label, points, float(ex["points"]), feedback))
+        grades.append(ExerciseGrade(student, label, points, float(ex["points"]), feedback,
+                                    final))
     return grades
 
 
@@ -701,14 +665,30 @@ def _settings(timeout, cell_timeout, check_timeout, unsafe, limits, hidden) -> _
                      limits or sandbox.Limits(), tuple(str(h) for h in hidden))
 
 
+def _prepare(nb: object, material: dict) -> tuple[nbformat.NotebookNode | None, str]:
+    """``(prepared notebook, "")`` for a submission (a notebook dict, a file to read, or
+    the exception that stopped its reading), or ``(None, why it cannot be graded)``."""
+    try:
+        if isinstance(nb, Exception):
+            raise nb
+        if isinstance(nb, (str, Path)):
+            nb = read_submission(nb)
+        return prepare_submission(nb, material), ""
+    except Exception as e:  # noqa: BLE001 -- one malformed notebook costs only its rows
+        return None, f"the notebook could not be read ({_clip(e)})"
+
+
 def grade_notebooks(notebooks: dict[str, object], material: dict, *,
                     timeout: float = DEFAULT_TIMEOUT, cell_timeout: float | None = None,
                     check_timeout: float = DEFAULT_CHECK_TIMEOUT, jobs: int = 1,
                     executed_dir: str | Path | None = None, unsafe: bool = False,
                     limits: sandbox.Limits | None = None, hidden: Sequence[str | Path] = (),
-                    progress: Callable[[str], None] | None = None) -> list[ExerciseGrade]:
-    """Grade ``notebooks`` (student -> notebook dict, or a :class:`GradingError` saying why
-    it could not be read): one :class:`ExerciseGrade` per student and exercise, in order.
+                    progress: Callable[[str], None] | None = None,
+                    on_graded: Callable[[str, list[ExerciseGrade]], None] | None = None,
+                    ) -> list[ExerciseGrade]:
+    """Grade ``notebooks`` (student -> notebook dict, the path of a notebook file, read when
+    its turn comes, or a :class:`GradingError` saying why it could not be read): one
+    :class:`ExerciseGrade` per student and exercise, in order.
 
     ``timeout`` (s) limits each whole notebook, ``cell_timeout`` (s, default ``timeout``)
     each of its cells, ``check_timeout`` (s) each check on one student's answers. ``jobs``
@@ -716,7 +696,13 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
     (``<student>.ipynb``), to look at the errors. ``unsafe``: run without a sandbox.
     ``limits``: the sandboxes' resource limits. ``hidden``: paths (course material,
     submissions, grades) that no sandbox may see. ``progress(student)`` is called as each
-    notebook finishes.
+    notebook finishes running, ``on_graded(student, grades)`` as its grades are final.
+
+    Grading goes in rounds: while notebooks run, a checker runs the chapter's narrative; it
+    checks the answers of every notebook finished by the time it is ready, and the next
+    round starts at once. Each round's grades are handed to ``on_graded`` (which
+    :func:`grade_submissions` uses to write them to disk), so an interrupted run loses at
+    most the notebooks of its last round; the grader holds a notebook only while it runs.
 
     Raises:
         GradingError: a time limit is not a positive number, ``jobs`` < 1, or the material
@@ -728,52 +714,83 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
         raise GradingError(f"jobs must be a positive integer, got {jobs!r}")
     settings = _settings(timeout, cell_timeout, check_timeout, unsafe, limits, hidden)
     executed_path = Path(executed_dir) if executed_dir is not None else None
-    prepared: dict[str, nbformat.NotebookNode] = {}
-    failed: dict[str, str] = {}
-    for student, nb in notebooks.items():
-        if isinstance(nb, Exception):
-            failed[student] = f"the notebook could not be read ({_clip(nb)})"
-            continue
-        try:
-            prepared[student] = prepare_submission(nb, material)
-        except Exception as e:  # noqa: BLE001 -- one malformed notebook costs only its rows
-            failed[student] = f"the notebook could not be read ({_clip(e)})"
+    graded: dict[str, list[ExerciseGrade]] = {}
 
-    def run_one(student: str) -> _Run:
+    def finish(student: str, grades: list[ExerciseGrade]) -> None:
+        graded[student] = grades
+        if on_graded is not None:
+            on_graded(student, grades)
+
+    finished: queue.Queue = queue.Queue()
+
+    def run_one(student: str) -> tuple[_Run | None, set[str] | str]:
+        """Read, prepare and run one submission: ``(run, unanswered labels)``, or
+        ``(None, why it cannot be graded)``."""
         try:
-            run = _execute(prepared[student], settings, executed_path is not None)
-        except Exception as e:  # noqa: BLE001 -- every submission gets its rows
-            run = _Run(dead=f"the grader could not run it ({type(e).__name__}: {_clip(e)})")
-        if executed_path is not None and run.executed is not None:
-            _save_executed(run.executed, executed_path / f"{student}.ipynb")
-        if progress is not None:
-            progress(student)
-        return run
+            nb, why = _prepare(notebooks[student], material)
+            if nb is None:
+                return None, why
+            try:
+                run = _execute(nb, settings, executed_path is not None)
+            except Exception as e:  # noqa: BLE001 -- every submission gets its rows
+                run = _Run(dead=f"the grader could not run it ({type(e).__name__}: "
+                                f"{_clip(e)})", grader_failed=True)
+            if executed_path is not None and run.executed is not None:
+                _save_executed(run.executed, executed_path / f"{student}.ipynb")
+            run.executed = None
+            return run, unanswered(nb, material)
+        finally:
+            finished.put(student)
+            if progress is not None:
+                progress(student)
 
     pool = ThreadPoolExecutor(max_workers=jobs)
-    with tempfile.TemporaryDirectory(prefix="attnclust-checker-") as tmp:
-        checker = _start_checker(material, settings, tmp) if prepared else None
-        futures = {student: pool.submit(run_one, student) for student in prepared}
+    futures = {student: pool.submit(run_one, student) for student in notebooks}
+    waiting = set(futures)
+    try:
+        with tempfile.TemporaryDirectory(prefix="attnclust-checker-") as tmp:
+            checker = None
+            while waiting:
+                if checker is None:  # its narrative runs while the notebooks do
+                    checker = _start_checker(material, settings, tmp)
+                batch = [_next_finished(finished)]
+                while True:
+                    try:
+                        batch.append(finished.get_nowait())
+                    except queue.Empty:
+                        break
+                waiting -= set(batch)
+                outcome = {student: futures.pop(student).result() for student in batch}
+                runs = {s: run for s, (run, _) in outcome.items() if run is not None}
+                if runs:
+                    results, chapter_errors = _run_checks(material, runs, settings, checker)
+                    checker = None
+                for student in sorted(outcome):
+                    run, blank = outcome[student]
+                    if run is None:
+                        finish(student, _zero(student, material, blank))
+                    else:
+                        finish(student, _score(student, material, run, blank, results,
+                                               chapter_errors, settings))
+            if checker is not None:
+                checker.stop()
+    except BaseException:  # interrupted: stop every sandbox now, not at its time limit
+        pool.shutdown(wait=False, cancel_futures=True)
+        for program in list(_Program.live):
+            program.stop()
+        raise
+    pool.shutdown()
+    return [g for student in notebooks for g in graded[student]]
+
+
+def _next_finished(finished: queue.Queue) -> str:
+    """The next student whose notebook finished (waiting in steps, so that Ctrl-C is
+    seen)."""
+    while True:
         try:
-            wait(futures.values(), return_when=FIRST_EXCEPTION)
-            pool.shutdown()
-            runs = {student: future.result() for student, future in futures.items()}
-            results, chapter_errors = (_run_checks(material, runs, settings, checker)
-                                       if runs else ({}, {}))
-        except BaseException:  # interrupted: stop every sandbox now, not at its time limit
-            pool.shutdown(wait=False, cancel_futures=True)
-            for program in list(_Program.live):
-                program.stop()
-            raise
-    grades = []
-    for student in notebooks:
-        if student in failed:
-            grades += _zero(student, material, failed[student])
-        else:
-            grades += _score(student, material, runs[student],
-                             unanswered(prepared[student], material), results,
-                             chapter_errors, settings)
-    return grades
+            return finished.get(timeout=0.5)
+        except queue.Empty:
+            continue
 
 
 def _save_executed(nb: dict, path: Path) -> None:
@@ -782,7 +799,7 @@ def _save_executed(nb: dict, path: Path) -> None:
     except Exception:  # noqa: BLE001 -- a sandbox sent something that is not a notebook
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, text)
+    atomic_write(path, text)
 
 
 def grade_notebook(nb: object, material: dict, *, student: str = "",
@@ -801,78 +818,79 @@ def grade_notebook(nb: object, material: dict, *, student: str = "",
         saved = Path(tmp) / f"{student}.ipynb"
         if executed is not None and saved.exists():
             Path(executed).parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(Path(executed), saved.read_text())
+            atomic_write(Path(executed), saved.read_text())
     return grades
 
 
-def discover_submissions(folder: str | Path, chapter: str) -> dict[str, Path]:
-    """Map student name -> notebook for a folder of submissions.
+def grade_submissions(folder: str | Path | Submissions, material: dict, *,
+                      out: str | Path | None = None, fresh: bool = False,
+                      log: Callable[[str], None] | None = None,
+                      **options) -> list[ExerciseGrade]:
+    """Grade every submission of ``folder`` (a folder, see :func:`discover_submissions`, or
+    what it found; the options are those of :func:`grade_notebooks`): one
+    :class:`ExerciseGrade` per student and exercise, in the order of the students' names.
 
-    Accepted layouts (mixed freely):
+    A notebook that cannot be read, or is a link, gets 0 on every exercise with the reason as
+    feedback; each file that is not graded is named in a warning (:mod:`warnings`, when
+    ``folder`` is a folder); the folder itself is hidden from every sandbox.
 
-    * ``folder/<student>__<chapter>.ipynb`` (two underscores): student ``<student>``;
-      files named after another chapter are ignored;
-    * ``folder/<student>.ipynb``: student ``<student>``;
-    * ``folder/<student>/<chapter>.ipynb``, or a folder with exactly one notebook in it:
-      student ``<student>``.
-
-    Jupyter checkpoints and hidden files are ignored.
-
-    Raises:
-        GradingError: ``folder`` does not exist or is not a folder, or two files give the
-            same student (the message lists them).
-    """
-    folder = Path(folder)
-    if not folder.exists():
-        raise GradingError(f"no submissions folder {folder} (it does not exist)")
-    if not folder.is_dir():
-        raise GradingError(f"{folder} is not a folder of submissions")
-    found: dict[str, list[Path]] = {}
-    for p in sorted(folder.iterdir()):
-        if p.name.startswith((".", "_")):
-            continue
-        if p.is_file() and p.suffix == ".ipynb":
-            if "__" in p.stem:
-                student, _, chap = p.stem.partition("__")
-                if chap != chapter:
-                    continue
-            else:
-                student = p.stem
-            found.setdefault(student, []).append(p)
-        elif p.is_dir():
-            exact = p / f"{chapter}.ipynb"
-            nbs = [q for q in sorted(p.glob("*.ipynb")) if not q.name.startswith(".")]
-            if exact.is_file():
-                found.setdefault(p.name, []).append(exact)
-            elif len(nbs) == 1:
-                found.setdefault(p.name, []).append(nbs[0])
-    duplicates = {s: ps for s, ps in found.items() if len(ps) > 1}
-    if duplicates:
-        listed = "; ".join(f"{s}: " + ", ".join(sorted(str(p.relative_to(folder)) for p in ps))
-                           for s, ps in sorted(duplicates.items()))
-        raise GradingError(f"more than one submission for the same student in {folder} "
-                           f"({listed}); keep one per student")
-    return {s: ps[0] for s, ps in found.items()}
-
-
-def grade_submissions(folder: str | Path, material: dict, **options) -> list[ExerciseGrade]:
-    """Grade every submission of ``folder`` (see :func:`discover_submissions`; the options
-    are those of :func:`grade_notebooks`). A notebook that cannot be read gets 0 on every
-    exercise with the reason as feedback; the folder itself is hidden from every sandbox.
+    ``out``: the grades CSV, rewritten (atomically) as each round of grading ends, next to
+    its journal (:class:`.gradebook.Gradebook`); a run stopped at any point and started
+    again with the same ``out`` keeps the grades of every submission whose file, material
+    and options are unchanged and grades the rest. ``fresh``: grade everything again.
+    ``log(line)`` receives what the run has to say besides the grades: the warnings about
+    names (when ``folder`` is a folder), and which earlier grades were kept.
 
     Raises:
         GradingError: see :func:`discover_submissions` and :func:`grade_notebooks`.
     """
     material = validate_material(material)
-    subs = discover_submissions(folder, material["chapter"])
-    notebooks: dict[str, object] = {}
-    for student, path in subs.items():
+    if isinstance(folder, Submissions):
+        subs = folder
+    else:
+        subs = discover_submissions(folder, material["chapter"])
+        for line in subs.warnings:
+            if log is None:
+                warnings.warn(line, stacklevel=2)
+            else:
+                log(f"warning: {line}")
+    options["hidden"] = [subs.folder, *options.get("hidden", ())]
+    digests: dict[str, str | None] = {}
+    for student, path in subs.notebooks.items():
         try:
-            notebooks[student] = read_submission(path)
-        except (GradingError, OSError) as e:
-            notebooks[student] = GradingError(str(e))
-    options["hidden"] = [folder, *options.get("hidden", ())]
-    return grade_notebooks(notebooks, material, **options)
+            digests[student] = file_digest(path)
+        except GradingError:
+            digests[student] = None  # read_submission says why, in its rows
+    book = Gradebook(out, material, _fingerprint(material, options), subs.students,
+                     fresh=fresh)
+    for student, why in subs.refused.items():
+        book.record(student, _zero(student, material, why))
+    todo = {s: p for s, p in subs.notebooks.items() if not book.keep(s, digests[s])}
+    if log is not None and book.stale:
+        log(f"note: {out} was graded with other material, options or grader version: "
+            "grading every submission again")
+    if log is not None and book.kept:
+        log(f"note: kept the grades of {len(book.kept)} submission"
+            f"{'s' * (len(book.kept) != 1)} graded earlier into {out} (same file, material "
+            "and options; --fresh grades them again)")
+    if todo:
+        grade_notebooks(todo, material, **options,
+                        on_graded=lambda s, grades: book.record(s, grades, digests[s]))
+    book.write()
+    return book.grades()
+
+
+def _fingerprint(material: dict, options: dict) -> str:
+    """What the grades of a submission depend on besides its file: the material, the
+    options that change a grade, and the grader's version."""
+    from attnclust import __version__
+
+    limits = options.get("limits") or sandbox.Limits()
+    keys = ("timeout", "cell_timeout", "check_timeout", "unsafe")
+    text = json.dumps({"material": material, "version": __version__,
+                       "limits": limits.rlimits(),
+                       **{k: options.get(k) for k in keys}}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def check_output_path(path: str | Path, *, folder: bool = False) -> Path:
@@ -892,44 +910,4 @@ def check_output_path(path: str | Path, *, folder: bool = False) -> Path:
             pass
     except OSError as e:
         raise GradingError(f"cannot write to {target} ({e.strerror or e})") from e
-    return path
-
-
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read once, at import: os.umask can only be read by setting it
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file renamed over it, with the permissions a
-    plain ``open`` would give (those of the file it replaces, if any)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except OSError:
-            mode = 0o666 & ~_UMASK
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_csv(grades: list[ExerciseGrade], path: str | Path) -> Path:
-    """Write the grades as CSV with columns student, exercise, points, max_points, feedback,
-    atomically (a temporary file in the same folder, renamed over ``path``)."""
-    import io
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
-    w.writeheader()
-    for g in grades:
-        w.writerow(g.row())
-    _atomic_write(path, buf.getvalue())
     return path

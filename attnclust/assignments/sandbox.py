@@ -19,7 +19,13 @@ The grader runs every submitted notebook, and the checks, in a sandbox made by
   user namespaces are disabled;
 * resource limits (:class:`Limits`), set by the sandboxed program before it runs anything
   else: address space per process, processes and threads (counted per sandbox: Linux counts
-  ``RLIMIT_NPROC`` per user namespace), file size, open files, no core dumps.
+  ``RLIMIT_NPROC`` per user namespace), file size, open files, no core dumps;
+* a memory cgroup of its own (:func:`memory_cgroups`), when the grader may make one (as
+  root, or in a cgroup delegated to its user): the memory of the whole sandbox, every
+  process, ``/tmp``, ``/dev/shm`` and ``memfd`` pages included, which no per-process limit
+  counts. bubblewrap is started by a shell that first moves itself into the cgroup, so that
+  nothing of the sandbox ever runs outside it. Where none can be made, only each process's
+  address space is limited (:func:`memory_cgroups` says why).
 
 The Python environment is shown at its own path wherever it lives (a virtual environment
 keeps absolute paths in its scripts and configuration, so it cannot be moved), ``/tmp`` and
@@ -44,17 +50,20 @@ bits for others).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import shutil
 import site
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["Limits", "SandboxUnavailable", "environment_paths", "probe", "start"]
+__all__ = ["Limits", "SandboxUnavailable", "environment_paths", "memory_cgroups",
+           "out_of_memory", "probe", "release", "start"]
 
 SANDBOX_UID = 65534
 """The uid (and gid) that sandboxed programs run as: ``nobody`` on Debian."""
@@ -88,8 +97,9 @@ class Limits:
     """Resource limits of one sandbox (each a POSIX ``setrlimit`` but ``tmp_bytes``).
 
     Attributes:
-        memory_bytes: address space of each process (``RLIMIT_AS``); a 2 GB array fits in
-            the default of 8 GiB, and JAX needs about 2 GiB of address space.
+        memory_bytes: address space of each process (``RLIMIT_AS``), and the memory of the
+            whole sandbox where a memory cgroup can be made (:func:`memory_cgroups`); a 2 GB
+            array fits in the default of 8 GiB, and JAX needs about 2 GiB of address space.
         processes: processes and threads of the sandbox (``RLIMIT_NPROC``), enough for JAX's
             thread pools on a large machine.
         file_bytes: size of any file written (``RLIMIT_FSIZE``).
@@ -118,6 +128,104 @@ class Limits:
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox can be made on this machine; the message says why."""
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+"""Where Linux mounts the control groups."""
+
+
+def _own_memory_cgroup() -> tuple[Path, int] | None:
+    """The folder of this process's memory cgroup and the cgroup version (1 or 2)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUP_ROOT / "memory" / path.lstrip("/"), 1
+    if (CGROUP_ROOT / "cgroup.controllers").is_file():
+        path = next((ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")), None)
+        if path is not None:
+            return CGROUP_ROOT / path.lstrip("/"), 2
+    return None
+
+
+def _make_cgroup(limit_bytes: int) -> Path:
+    """A new memory cgroup below this process's, limited to ``limit_bytes`` (swap included).
+
+    Raises:
+        OSError: none can be made here (the message says why).
+    """
+    own = _own_memory_cgroup()
+    if own is None:
+        raise OSError("this kernel has no memory cgroup for the grader's process")
+    parent, version = own
+    if version == 2 and "memory" not in (parent / "cgroup.subtree_control").read_text().split():
+        raise OSError(f"the memory controller is not enabled below {parent}")
+    folder = parent / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
+    folder.mkdir()
+    try:
+        if version == 1:
+            (folder / "memory.limit_in_bytes").write_text(str(limit_bytes))
+            try:  # with swap accounting on, swap counts against the same limit
+                (folder / "memory.memsw.limit_in_bytes").write_text(str(limit_bytes))
+            except OSError:
+                pass
+        else:
+            (folder / "memory.max").write_text(str(limit_bytes))
+            (folder / "memory.swap.max").write_text("0")
+    except OSError:
+        folder.rmdir()
+        raise
+    return folder
+
+
+_CGROUP_COUNT = itertools.count()
+
+
+@functools.lru_cache(maxsize=None)
+def memory_cgroups() -> str | None:
+    """``None`` when each sandbox gets a memory cgroup that limits the whole sandbox's
+    memory; otherwise why not, in one line (cached for the process)."""
+    try:
+        folder = _make_cgroup(64 << 20)
+    except OSError as e:
+        return (f"no memory cgroup can be made ({e.strerror or e}): only each process's "
+                "address space is limited")
+    folder.rmdir()
+    return None
+
+
+def out_of_memory(proc: subprocess.Popen) -> bool:
+    """Whether the kernel killed a process of ``proc``'s sandbox (started by :func:`start`)
+    for going over its memory limit."""
+    folder = getattr(proc, "attnclust_cgroup", None)
+    if folder is None:
+        return False
+    name = "memory.oom_control" if (folder / "memory.oom_control").exists() else "memory.events"
+    try:  # cgroup v1 and v2 both count the processes the kernel killed as "oom_kill N"
+        counts = dict(line.split() for line in (folder / name).read_text().splitlines())
+        return int(counts.get("oom_kill", 0)) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def release(proc: subprocess.Popen) -> None:
+    """Remove the memory cgroup of ``proc``'s sandbox once it has ended (a no-op without
+    one); call it after ``proc.wait()``."""
+    folder = getattr(proc, "attnclust_cgroup", None)
+    if folder is None:
+        return
+    for _ in range(50):  # the kernel empties it as the sandbox's last processes exit
+        try:
+            folder.rmdir()
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.1)
+    proc.attnclust_cgroup = None
 
 
 def _package_dir() -> Path:
@@ -286,19 +394,34 @@ def start(argv: list[str], *, limits: Limits = Limits(), hidden: Sequence[str | 
         block_r, block_w = os.pipe()
         pass_fds = (info_w, block_r)
     args = _bwrap_args(env_paths, limits, root, info_w, block_r) + list(argv)
+    cgroup = None
+    if memory_cgroups() is None:
+        try:
+            cgroup = _make_cgroup(limits.memory_bytes)
+        except OSError:
+            cgroup = None
+    if cgroup is not None:  # the shell joins the cgroup, then becomes bubblewrap
+        args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup),
+                *args]
     try:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=stderr, pass_fds=pass_fds)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.rmdir()
+        raise
     finally:
         for fd in (info_w, block_r):
             if fd is not None:
                 os.close(fd)
+    proc.attnclust_cgroup = cgroup
     if root:
         try:
             _write_id_maps(info_r, block_w)
         except (OSError, subprocess.SubprocessError, SandboxUnavailable) as e:
             proc.kill()
             _, err = proc.communicate()
+            release(proc)
             detail = (err or b"").decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(detail[-1] if detail else str(e)) from e
         finally:
@@ -360,6 +483,7 @@ def probe() -> str | None:
     process)."""
     if not sys.platform.startswith("linux"):
         return f"sandboxes need Linux namespaces (this is {sys.platform})"
+    proc = None
     try:
         proc = start([sys.executable, "-c", PROBE_CODE])
         out, err = proc.communicate(timeout=120)
@@ -370,6 +494,9 @@ def probe() -> str | None:
         proc.kill()
         proc.communicate()
         return "the sandbox did not start within 120 s"
+    finally:
+        if proc is not None:
+            release(proc)
     if proc.returncode == 0 and out.strip() == str(SANDBOX_UID).encode():
         return None
     lines = err.decode(errors="replace").strip().splitlines()

@@ -1,0 +1,284 @@
+"""Find and read the submitted notebooks of a folder (chapter "For instructors", "Grading").
+
+:func:`discover_submissions` maps each student to one notebook and accounts for every other
+entry of the folder: a submission that is a link (symbolic, or a file with other names) gets
+a row that refuses it, since a link can point at the instructor edition or at another
+student's work; every file that is not graded is named in a warning, near-misses of the
+naming rule included (a browser's ``alice__mixtures (1).ipynb``, a capitalised chapter name),
+with the rule. :func:`read_submission` opens the notebook without following links and reads
+it whatever its shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ._text import file_name, printable
+
+__all__ = ["GradingError", "MAX_NOTEBOOK_BYTES", "NAMING_RULE", "Submissions",
+           "discover_submissions", "file_digest", "read_submission"]
+
+MAX_NOTEBOOK_BYTES = 256 << 20
+"""Larger submission files are not read (0 points, with the reason)."""
+
+NAMING_RULE = ("name each submission <student>__{chapter}.ipynb (two underscores), "
+               "<student>.ipynb, or <student>/{chapter}.ipynb")
+"""The naming rule, printed with every warning about a name (``{chapter}`` filled in)."""
+
+_COPY_SUFFIX = re.compile(r"\s*\(\d+\)$")
+"""What a browser appends to a second download of the same name: `` (1)``."""
+
+
+class GradingError(ValueError):
+    """A problem with the grader's input (paths, material, options) that stops grading
+    before any notebook runs; the message is one line."""
+
+
+@dataclass
+class Submissions:
+    """What a folder of submissions holds for one chapter.
+
+    Attributes:
+        folder: the folder.
+        notebooks: student -> the notebook file to grade.
+        refused: student -> why their submission is not graded (it gets 0 on every
+            exercise, with this reason as feedback).
+        warnings: one line for each file that is neither graded nor refused, or is graded
+            under a name that breaks the rule.
+    """
+
+    folder: Path
+    notebooks: dict[str, Path] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def students(self) -> list[str]:
+        """Every student who gets rows, sorted."""
+        return sorted({*self.notebooks, *self.refused})
+
+
+def _is_notebook(name: str) -> bool:
+    return name.lower().endswith(".ipynb")
+
+
+_LINK = ("the submission is a symbolic link, which can point at someone else's notebook: "
+         "submit the notebook file itself")
+_HARD_LINK = ("the submission file has other names (hard links), which can be someone "
+              "else's notebook: submit a copy of the notebook (cp, not ln)")
+
+
+def _link_reason(path: Path) -> str | None:
+    """Why ``path`` (an entry of the folder, or of a student's folder) is refused as a link,
+    or None."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"the submission cannot be read ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return _LINK
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        return _HARD_LINK
+    return None
+
+
+def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
+    """The submissions of ``folder`` for ``chapter``.
+
+    Accepted layouts (mixed freely):
+
+    * ``folder/<student>__<chapter>.ipynb`` (two underscores); a chapter name that differs
+      only in case or by a browser's `` (1)`` is taken too, with a warning, unless the
+      student also has a file named exactly; files named after another chapter are ignored,
+      with a warning that lists them;
+    * ``folder/<student>.ipynb``;
+    * ``folder/<student>/<chapter>.ipynb``, or a folder with exactly one notebook in it.
+
+    Hidden files and folders (``.ipynb_checkpoints``) are ignored without a word; every other
+    file that is not graded gets a warning. A symbolic link, or a file with other names (a
+    hard link), is refused: its student gets a row saying why.
+
+    Raises:
+        GradingError: ``folder`` does not exist or is not a folder, or two files give the
+            same student (the message lists them).
+    """
+    folder = Path(folder)
+    if not folder.exists():
+        raise GradingError(f"no submissions folder {folder} (it does not exist)")
+    if not folder.is_dir():
+        raise GradingError(f"{folder} is not a folder of submissions")
+    rule = NAMING_RULE.format(chapter=chapter)
+    out = Submissions(folder)
+    found: dict[str, list[Path]] = {}
+    near: dict[str, list[Path]] = {}
+    refused: dict[str, list[tuple[Path, str]]] = {}
+    other_chapters: list[str] = []
+
+    def shown(p: Path) -> str:
+        return printable(file_name(str(p.relative_to(folder))))
+
+    for p in sorted(folder.iterdir()):
+        name = p.name
+        if name.startswith("."):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            _discover_folder(p, chapter, shown, found, refused, out.warnings, rule)
+            continue
+        if p.is_symlink() and p.is_dir():  # a linked student folder
+            refused.setdefault(file_name(name), []).append((p, _LINK))
+            continue
+        if not _is_notebook(name) or not (p.is_file() or p.is_symlink()):
+            out.warnings.append(f"{shown(p)}: ignored, not a notebook (.ipynb); {rule}")
+            continue
+        named = _student_of(file_name(name[:-len(".ipynb")]), chapter)
+        if named is None:
+            other_chapters.append(shown(p))
+            continue
+        student, exact = named
+        link = _link_reason(p)
+        if link is not None:
+            refused.setdefault(student, []).append((p, link))
+        elif exact:
+            found.setdefault(student, []).append(p)
+        else:
+            near.setdefault(student, []).append(p)
+    for student, paths in near.items():
+        if student in found or student in refused:
+            out.warnings.extend(f"{shown(p)}: ignored, {printable(student)} also has a "
+                                f"submission named exactly; {rule}" for p in paths)
+            continue
+        if len(paths) > 1:  # two near-misses: keep the newest, name the others
+            paths = sorted(paths, key=lambda q: os.stat(q).st_mtime, reverse=True)
+            out.warnings.extend(f"{shown(p)}: ignored, an older copy of "
+                                f"{shown(paths[0])}" for p in paths[1:])
+        found[student] = [paths[0]]
+        out.warnings.append(f"{shown(paths[0])}: graded as {printable(student)}'s submission "
+                            f"although its name breaks the rule; {rule}")
+    if other_chapters:
+        out.warnings.append(f"ignored, named after other chapters than {chapter!r}: "
+                            + ", ".join(other_chapters))
+    entries = {s: [p for p in found.get(s, [])] + [p for p, _ in refused.get(s, [])]
+               for s in {*found, *refused}}
+    duplicates = {s: ps for s, ps in entries.items() if len(ps) > 1}
+    if duplicates:
+        listed = "; ".join(f"{printable(s)}: " + ", ".join(sorted(shown(p) for p in ps))
+                           for s, ps in sorted(duplicates.items()))
+        raise GradingError(f"more than one submission for the same student in "
+                           f"{printable(folder)} ({listed}); keep one per student")
+    for student, paths in found.items():
+        out.notebooks[student] = paths[0]
+    for student, items in refused.items():
+        out.refused[student] = items[0][1]
+    return out
+
+
+def _student_of(stem: str, chapter: str) -> tuple[str, bool] | None:
+    """``(student, named exactly)`` for a notebook's file name without ``.ipynb``, or None
+    when it is named after another chapter."""
+    student, sep, chap = stem.partition("__")
+    if not sep or chap == chapter:
+        return (stem if not sep else student), True
+    if _COPY_SUFFIX.sub("", chap).casefold() == chapter.casefold():
+        return student, False
+    return None
+
+
+def _discover_folder(p: Path, chapter: str, shown, found: dict, refused: dict,
+                     warnings: list, rule: str) -> None:
+    """A student's folder ``p``: its notebook named after ``chapter``, or its only one."""
+    student = file_name(p.name)
+    entries = [q for q in sorted(p.iterdir()) if not q.name.startswith(".")]
+    nbs = [q for q in entries if _is_notebook(q.name)]
+    exact = [q for q in nbs if q.name == f"{chapter}.ipynb"]
+    pick = exact or (nbs if len(nbs) == 1 else [])
+    if not pick:
+        what = "no notebook" if not nbs else f"{len(nbs)} notebooks and none named " \
+                                               f"{chapter}.ipynb"
+        warnings.append(f"{shown(p)}/: ignored, it holds {what}; {rule}")
+        return
+    link = _link_reason(pick[0])
+    if link is not None:
+        refused.setdefault(student, []).append((pick[0], link))
+    elif pick[0].is_file():
+        found.setdefault(student, []).append(pick[0])
+    else:
+        warnings.append(f"{shown(pick[0])}: ignored, not a notebook file; {rule}")
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path``, opened without following a link, and its status.
+
+    Raises:
+        GradingError: it is a link, not a regular file, or has other names.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if os.path.islink(path):
+            raise GradingError(_LINK) from e
+        raise GradingError(f"the file cannot be read ({e.strerror or e})") from e
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "the submission is not a regular file"
+    elif st.st_nlink > 1:
+        why = _HARD_LINK
+    if why is not None:
+        os.close(fd)
+        raise GradingError(why)
+    return fd, st
+
+
+def file_digest(path: str | Path) -> str:
+    """The SHA-256 of a submission file (hex), read as :func:`read_submission` reads it.
+
+    Raises:
+        GradingError: see :func:`read_submission`.
+    """
+    fd, _ = _open_regular(Path(path))
+    with os.fdopen(fd, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def read_submission(path: str | Path) -> dict:
+    """The notebook in ``path`` as a dict (nbformat 4; older formats converted).
+
+    Raises:
+        GradingError: the file is a link or not a regular file, too large, not text, not
+            JSON, or not a notebook.
+    """
+    fd, st = _open_regular(Path(path))
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_NOTEBOOK_BYTES:
+            raise GradingError(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise GradingError(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+    if not raw:
+        raise GradingError("the file is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise GradingError("the file is not a text notebook (not UTF-8)") from e
+    del raw
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise GradingError(f"the file is not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise GradingError("the file is not a notebook (no JSON object)")
+    if data.get("nbformat") != 4:
+        try:
+            data = json.loads(nbformat.writes(nbformat.reads(text, as_version=4)))
+        except Exception as e:  # noqa: BLE001 -- any failure to convert: not a notebook
+            raise GradingError(f"the file is not a notebook nbformat reads "
+                               f"({type(e).__name__}: {printable(e)[:200]})") from e
+    return data
