@@ -72,6 +72,7 @@ from .risk import empirical_risk, population_risk, population_risk_mc
 from .setting import DEFAULT, Setting
 from .train import (
     INITS,
+    FitInterrupted,
     FitResult,
     Program,
     TrainConfig,
@@ -94,7 +95,7 @@ __all__ = [
     "two_head_attend", "identity_attention", "identity_attend", "identity_stack",
     "head_coefficients",
     "head_output_limit", "identity_limit", "general_identity_limit", "empirical_risk", "population_risk",
-    "population_risk_mc", "INITS", "FitResult", "fit", "fit_many", "fit_sampler",
+    "population_risk_mc", "INITS", "FitResult", "FitInterrupted", "fit", "fit_many", "fit_sampler",
     "fit_mixtures", "draw_from_mixture", "init_theta", "risk_loss", "make_step",
     "abs_cosines", "alignment", "matching", "head_assignments", "distortion",
     "noise_floor", "adjusted_rand", "own_centroids", "nearest_centroid", "within_spread",

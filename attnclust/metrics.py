@@ -297,12 +297,12 @@ def within_spread(
 
     Raises:
         TypeError: K not an integer, labels not integers, Z not real numbers.
-        ValueError: K < 1, labels not (n, L) or outside 0..K-1, or Z not (..., n, L, d)
-            with the labels' (n, L).
+        ValueError: K < 1, labels not (n, L) with n >= 1 or outside 0..K-1, or Z not
+            (..., n, L, d) with the labels' (n, L).
     """
     K = v.positive_int("K", K)
     lab = v.labels("labels", labels, K=K)
-    v.shape("labels", lab.shape, "(n, L)", lab.ndim == 2)
+    v.shape("labels", lab.shape, "(n, L) with n >= 1 prompts", lab.ndim == 2 and lab.shape[0] >= 1)
     Z = v.real_array("Z", Z, finite=False, dtype=np.float64)
     v.shape("Z", Z.shape, f"(..., n, L, d) with (n, L) = {lab.shape}, the labels' shape",
             Z.ndim >= 3 and Z.shape[-3:-1] == lab.shape)

@@ -254,6 +254,41 @@ class FitResult:
         """``(..., H)`` matched ``|cos|`` of the final heads."""
         return alignment(self.theta, centroids)
 
+    def first_seed(self) -> FitResult:
+        """The run of seed 0 without the seed axis (what ``fit`` returns from ``fit_many``)."""
+        return FitResult(self.theta[0], self.steps, self.risk[0], self.thetas[0], self.theta0[0])
+
+
+class FitInterrupted(KeyboardInterrupt):
+    """The KeyboardInterrupt (Ctrl-C) that stopped a run of ``fit``, ``fit_many``,
+    ``fit_sampler`` or ``fit_mixtures``, carrying what the run had done.
+
+    It is a ``KeyboardInterrupt``, so the interrupt stops the program (or the notebook cell)
+    as any other would; catch it to keep the records made so far::
+
+        try:
+            result = ac.fit(key, mixture, steps=100_000)
+        except ac.FitInterrupted as stop:
+            result = stop.result
+
+    The run is compiled in chunks (up to 20 of them with a progress bar, a single one
+    without), and an interrupt is handled when a chunk returns: the records of the chunks
+    finished are kept, those of the chunk running are not.
+
+    Attributes:
+        result: the ``FitResult`` of the records finished (shaped as the interrupted
+            function returns it, with ``n_records`` possibly 0); its ``theta`` is the heads at
+            the last of them (``theta0`` when there is none).
+        steps: the steps the run was asked for.
+    """
+
+    def __init__(self, result: FitResult, steps: int):
+        done = int(result.steps[-1]) if result.n_records else 0
+        super().__init__(f"training interrupted after {done} of {steps} steps; the records made so far "
+                         f"are in this exception's .result (a FitResult)")
+        self.result = result
+        self.steps = steps
+
 
 def draw_from_mixture(
     key: KeyLike, mixture: GaussianMixture, batch: int, L: int
@@ -457,15 +492,24 @@ def fit(
     Raises:
         TypeError: ``mixture`` is not a ``GaussianMixture``, or ``optimizer`` is not an optax
             ``GradientTransformation``.
-        ValueError: any other argument outside what is allowed above (the message names it).
+        ValueError: any other argument outside what is allowed above (the message names it),
+            or records (``steps / record_every`` of them, each with its key, risk and heads)
+            that would not fit in the device's memory (the message names ``steps`` and
+            ``record_every``), checked before XLA is asked for them.
+        FitInterrupted: a KeyboardInterrupt (Ctrl-C) during the run; its ``result`` holds
+            the records finished (see :class:`FitInterrupted`).
     """
     keys = v.raw_keys("key", key, batched=False)[None]
     config = TrainConfig.of(config, lam=lam, steps=steps, batch=batch, L=L, optimizer=optimizer,
                             lr=lr, record_every=record_every)
     if isinstance(config.lam, tuple):
         raise ValueError(f"lam must be a scalar (fit_many takes one per seed), got {len(config.lam)} values")
-    many = fit_many(keys, mixture, config, init=init, H=H, progress=progress)
-    return FitResult(many.theta[0], many.steps, many.risk[0], many.thetas[0], many.theta0[0])
+    try:
+        many = fit_many(keys, mixture, config, init=init, H=H, progress=progress)
+    except FitInterrupted as stop:
+        stop.result = stop.result.first_seed()
+        raise
+    return many.first_seed()
 
 
 def _host(x) -> np.ndarray:
@@ -530,8 +574,9 @@ def fit_many(
 
     Raises:
         TypeError: as in ``fit``.
-        ValueError: as in ``fit``; also ``keys`` with S = 0 or ``lam`` of a length other
-            than S.
+        ValueError: as in ``fit`` (the records of all S seeds must fit in memory); also
+            ``keys`` with S = 0 or ``lam`` of a length other than S.
+        FitInterrupted: as in ``fit``; its ``result`` has the seed axis.
     """
     keys = v.raw_keys("keys", keys)
     v.instance("mixture", mixture, GaussianMixture)
@@ -596,7 +641,8 @@ def fit_sampler(
             ``GradientTransformation``.
         ValueError: a bad argument (named in the message), including ``draw`` returning
             another shape than ``(batch, L, d)`` and, with ``data_per_seed``, a leaf of
-            ``data`` whose leading axis is not S.
+            ``data`` whose leading axis is not S; records too large for memory, as in ``fit``.
+        FitInterrupted: as in ``fit``; its ``result`` has the seed axis.
     """
     keys = v.raw_keys("keys", keys)
     S = keys.shape[0]
@@ -654,7 +700,9 @@ def fit_mixtures(
     Raises:
         TypeError: a mixture of another type, or ``optimizer`` not an optax
             ``GradientTransformation``.
-        ValueError: a bad argument (named in the message), mixtures of different d or none.
+        ValueError: a bad argument (named in the message), mixtures of different d or none;
+            records too large for memory, as in ``fit``.
+        FitInterrupted: as in ``fit``; its ``result`` has the seed axis S.
     """
     key = v.raw_keys("key", key, batched=False)
     try:
@@ -690,6 +738,10 @@ def _fit(keys, draw, data, data_axis, theta0, config: TrainConfig, progress: boo
     S = keys.shape[0]
     program, n_records = config.program, config.n_records
     _check_draw(draw, data, data_axis, config.batch, config.L, (config.batch, config.L, theta0.shape[-1]))
+    H, d = theta0.shape[-2:]
+    v.allocation("the records (a key, a risk and the heads per record and seed, the last two held twice "
+                 "while they are gathered)", S * n_records * (2 + 2 * (1 + H * d)),
+                 steps=config.steps, record_every=config.record_every, **({"S": S} if S > 1 else {}))
     theta0 = jnp.broadcast_to(theta0, (S,) + theta0.shape[-2:])
     lam = jnp.asarray(config.lams(S))
     carry = (theta0, jax.vmap(program.optimizer.init)(theta0))
@@ -701,19 +753,32 @@ def _fit(keys, draw, data, data_axis, theta0, config: TrainConfig, progress: boo
         if data_axis == 0:
             data = jax.device_put(data, sharding)
     run = _chunk_runner(S, draw, data_axis, program, data)
-    risks, thetas = [], []
+    chunks = []  # (risks, thetas) of each chunk finished, on the host
     record_every = config.record_every
-    with tqdm(total=config.steps * S, desc=f"fit x{S}", unit="step",
-              disable=not progress or jax.process_index() != 0) as bar:
-        for start in range(0, n_records, size):
-            carry, r, t = run(lam, carry, record_keys[:, start : start + size])
-            risks.append(_host(r))
-            thetas.append(_host(t))
-            bar.update(size * record_every * S)
+    try:
+        with tqdm(total=config.steps * S, desc=f"fit x{S}", unit="step",
+                  disable=not progress or jax.process_index() != 0) as bar:
+            for start in range(0, n_records, size):
+                carry, r, t = run(lam, carry, record_keys[:, start : start + size])
+                chunks.append((_host(r), _host(t)))  # one append: a chunk is kept whole or not at all
+                bar.update(size * record_every * S)
+    except KeyboardInterrupt:
+        raise FitInterrupted(_records(chunks, theta0, record_every), config.steps) from None
+    result = _records(chunks, theta0, record_every)
+    return dataclasses.replace(result, theta=_host(carry[0]))
+
+
+def _records(chunks, theta0, record_every: int) -> FitResult:
+    """The ``FitResult`` of the chunks of records ``chunks`` ((risks, thetas) pairs with a
+    seed axis), its ``theta`` the heads of the last record (``theta0`` when there is none)."""
+    theta0 = np.asarray(theta0)
+    S, H, d = theta0.shape
+    risk = np.concatenate([r for r, _ in chunks], axis=1) if chunks else np.zeros((S, 0), np.float32)
+    thetas = np.concatenate([t for _, t in chunks], axis=1) if chunks else np.zeros((S, 0, H, d), np.float32)
     return FitResult(
-        theta=_host(carry[0]),
-        steps=np.arange(1, n_records + 1) * record_every,
-        risk=np.concatenate(risks, axis=1),
-        thetas=np.concatenate(thetas, axis=1),
-        theta0=np.asarray(theta0),
+        theta=(thetas[:, -1] if thetas.shape[1] else theta0).copy(),
+        steps=np.arange(1, risk.shape[1] + 1) * record_every,
+        risk=risk,
+        thetas=thetas,
+        theta0=theta0,
     )

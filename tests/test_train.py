@@ -402,3 +402,78 @@ def test_config_and_keywords_give_the_same_run(key, mixture):
     d = ac.fit(key, mixture, config, lr=0.1, progress=False)  # a keyword replaces config's field
     np.testing.assert_array_equal(c.theta, d.theta)
     assert not np.array_equal(a.theta, c.theta)
+
+
+@pytest.mark.usefixtures("typecheck_off")
+def test_records_too_large_for_memory_are_refused_before_xla(monkeypatch, key, mixture):
+    """steps=10**9 with a record every step asked XLA for 10**9 records of keys, risks and
+    heads (tens of GB), and XLA ended the process: a ValueError naming the sizes, before any
+    allocation. Here the device is made to hold 64 KiB, so that 4,000 records are too many."""
+    monkeypatch.setattr(train.v, "memory_bytes", lambda: 2**16)
+    with pytest.raises(ValueError, match=r"steps=4000, record_every=1: too large, the records .* memory"):
+        ac.fit(key, mixture, steps=4000, record_every=1, batch=1, L=2, progress=False)
+    with pytest.raises(ValueError, match=r"steps=4000, record_every=1, S=2: too large"):
+        ac.fit_many(jax.random.split(key, 2), mixture, steps=4000, record_every=1, batch=1, L=2, progress=False)
+
+
+def _interrupt_chunk(monkeypatch, at: int):
+    """Make the ``at``-th chunk of every run raise KeyboardInterrupt (as Ctrl-C would while
+    it runs) instead of running."""
+    real = train._chunk_runner
+
+    def runner(*args):
+        run, calls = real(*args), []
+
+        def interrupted(*a):
+            calls.append(a)
+            if len(calls) == at:
+                raise KeyboardInterrupt
+            return run(*a)
+
+        return interrupted
+
+    monkeypatch.setattr(train, "_chunk_runner", runner)
+
+
+def _stopped(call) -> "ac.FitInterrupted":
+    try:
+        call()
+    except ac.FitInterrupted as stop:
+        return stop
+    except KeyboardInterrupt:
+        pytest.fail("a bare KeyboardInterrupt: the records of the run were lost")
+    pytest.fail("the run was not interrupted")
+
+
+@pytest.mark.parametrize("S", [1, 2])
+def test_an_interrupted_fit_keeps_the_records_made(monkeypatch, key, mixture, S):
+    """Ctrl-C during a run raised a bare KeyboardInterrupt and every step was lost: it is now
+    a FitInterrupted (a KeyboardInterrupt) whose result holds the records of the chunks
+    finished, the same numbers as the first records of the whole run, its theta the heads
+    of the last of them."""
+    run = {**RUN, "progress": True}  # two chunks of one record each
+    if S == 1:
+        call = lambda: ac.fit(key, mixture, **run)  # noqa: E731
+    else:
+        call = lambda: ac.fit_many(jax.random.split(key, S), mixture, **run)  # noqa: E731
+    whole = call()
+    _interrupt_chunk(monkeypatch, at=2)
+    stop = _stopped(call)
+    assert isinstance(stop, KeyboardInterrupt) and stop.steps == 40
+    assert "interrupted after 20 of 40 steps" in str(stop) and ".result" in str(stop)
+    part = stop.result
+    np.testing.assert_array_equal(part.steps, [20])
+    np.testing.assert_array_equal(part.risk, whole.risk[..., :1])
+    np.testing.assert_array_equal(part.thetas, whole.thetas[..., :1, :, :])
+    np.testing.assert_array_equal(part.theta, whole.thetas[..., 0, :, :])
+    np.testing.assert_array_equal(part.theta0, whole.theta0)
+
+
+def test_a_fit_interrupted_before_its_first_record_keeps_its_initial_heads(monkeypatch, key, mixture):
+    _interrupt_chunk(monkeypatch, at=1)
+    stop = _stopped(lambda: ac.fit(key, mixture, **RUN))
+    assert "interrupted after 0 of 40 steps" in str(stop)
+    part = stop.result
+    assert part.n_records == 0 and part.risk.shape == (0,) and part.thetas.shape == (0, 2, 5)
+    np.testing.assert_array_equal(part.theta, part.theta0)
+    np.testing.assert_allclose(part.theta0, ac.init_theta(jax.random.split(key)[0], mixture), rtol=1e-6)

@@ -417,3 +417,82 @@ def test_real_numbers_of_every_real_dtype_are_accepted():
     assert v.positive_finite("lam", np.float32(0.5)) == 0.5
     assert v.positive_finite("lam", jnp.asarray(2, jnp.bfloat16)) == 2.0
     assert v.positive_int("n", np.int32(3)) == 3
+
+
+# ---------------------------------------------------------------- the audit of the public API
+# Bad input that was accepted silently, gave a wrong result or failed cryptically (an
+# MLIRError, a MemoryError, XLA ending the process): each gets the validators' answer now.
+
+
+class _ArrayLike:
+    """What pandas hands over: an object with ``__array__`` and nothing else."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+def _run_seeds(**kwargs):
+    from attnclust.book import sweeps
+
+    return sweeps.run_seeds("test", **kwargs)
+
+
+def _nan_tokens():
+    bad = np.array(X)
+    bad[0, 1, 2] = NAN
+    return bad
+
+
+_BOOL_X = np.ones((2, 4, 3), bool)
+_BOOLEAN = r"X must hold real numbers \(integer or floating .* got a boolean array"
+_LABELS = r"labels must lie in 0\.\.K-1 = 0\.\.1"
+
+
+@pytest.mark.parametrize("call, error, text", [
+    # GaussianMixture fields given as __array__ objects or memoryviews are checked as arrays
+    (lambda: ac.GaussianMixture(_ArrayLike([2.0, -1.0]), GOOD_MU, -1.0), ValueError, "weights must be >= 0"),
+    (lambda: ac.GaussianMixture(_ArrayLike([0.5, 0.5]), _ArrayLike(GOOD_MU), -1.0), ValueError, "sigma must be > 0"),
+    (lambda: ac.GaussianMixture([0.5, 0.5], GOOD_MU, _ArrayLike(NAN)), ValueError, "sigma must be finite"),
+    (lambda: ac.GaussianMixture([0.5, 0.5], GOOD_MU, _ArrayLike(-1.0)), ValueError, "sigma must be > 0"),
+    (lambda: ac.GaussianMixture(memoryview(np.array([2.0, -1.0])), GOOD_MU, 0.5), ValueError, "weights must be >= 0"),
+    (lambda: ac.GaussianMixture([0.5, 0.5], GOOD_MU, memoryview(np.array(NAN))), ValueError, "sigma must be finite"),
+    # boolean tokens are not real numbers
+    (lambda: ac.identity_attention(_BOOL_X, 1.0), TypeError, _BOOLEAN),
+    (lambda: ac.empirical_risk(TH, _BOOL_X, 1.0), TypeError, _BOOLEAN),
+    (lambda: ac.two_head_layer(TH, _BOOL_X, 1.0), TypeError, _BOOLEAN),
+    # a count of seeds is an integer >= 1 (2.5 was truncated to 2, -2 an MLIRError)
+    (lambda: _run_seeds(seeds=2.5), TypeError, "seeds must be an integer, got float: seeds=2.5"),
+    (lambda: _run_seeds(seeds=-2), ValueError, "seeds must be an integer >= 1, got seeds=-2"),
+    # labels index the K centroids (7 or -1 picked another centroid)
+    (lambda: ac.own_centroids(MIX.centroids, [[0, 7]]), ValueError, _LABELS + ", got labels from 0 to 7"),
+    (lambda: ac.own_centroids(MIX.centroids, [[0, -1]]), ValueError, _LABELS + ", got labels from -1 to 0"),
+    (lambda: ac.within_spread(X, [[0, 1, 2, 3], [0, 0, 1, 1]], 2), ValueError, _LABELS),
+    (lambda: ac.within_spread(X[:0], np.zeros((0, 4), int), 2), ValueError, r"labels must have shape \(n, L\) with n >= 1"),
+    # a NaN token has no nearest centroid
+    (lambda: ac.nearest_centroid(_nan_tokens(), MIX.centroids), ValueError, "Z must be finite; it contains NaN or inf"),
+    # an empty batch has no mean (it was reported as a float32 overflow)
+    (lambda: ac.empirical_risk(TH, np.zeros((0, 4, 3)), 1.0), ValueError, r"X must hold at least one prompt, got shape \(0, 4, 3\)"),
+    # sizes beyond what the quadrature rule or the device holds (a MemoryError, XLA ending the process)
+    (lambda: ac.population_risk(TH, MIX, 1.0, n_nodes=20_000), ValueError, r"n_nodes must be an integer in 2\.\.256, got n_nodes=20000"),
+    (lambda: ac.sample(KEY, MIX, 10**10, 4), ValueError, r"n_prompts=10000000000, L=4: too large, .* more than the device's memory"),
+    (lambda: ac.fit(KEY, MIX, steps=10**9, record_every=1, progress=False), ValueError,
+     r"steps=1000000000, record_every=1: too large, the records .* more than the device's memory"),
+])
+def test_the_audited_bad_inputs_are_refused(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
+def test_the_audited_bfloat16_arrays_are_accepted_as_float32():
+    """bfloat16 arrays are real numbers ("not real numbers" was the answer): converted to
+    float32, they give what their float32 values give, wherever an array is taken."""
+    half = X.astype(jnp.bfloat16)
+    up = half.astype(jnp.float32)
+    for call in (lambda A: ac.identity_attention(A, 1.0), lambda A: ac.empirical_risk(TH, A, 1.0),
+                 lambda A: ac.nearest_centroid(A, MIX.centroids), lambda A: ac.within_spread(A, np.zeros((2, 4), int), 2),
+                 lambda A: ac.GaussianMixture([0.5, 0.5], A[0, :2], 0.5).centroids):
+        for given_ in (half, np.asarray(half)):
+            np.testing.assert_array_equal(call(given_), call(up))
