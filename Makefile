@@ -17,7 +17,8 @@
 #                 edit loop (under a minute); skips what takes more than about 3 s a test
 #                 (training at the book's size), which make unit runs
 #   make browser  browser checks only, against an existing _build/html
-#   make lab      JupyterLab with the chapters opening as notebooks (LAB_FLAGS=--no-browser ...)
+#   make lab      JupyterLab over the chapters' reader editions, rendered, explorers live
+#                 (LAB_FLAGS=--no-browser ...)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
@@ -67,9 +68,20 @@ $(LAB_SETTINGS): jupyter/overrides.json | $(STAMP)
 
 venv: $(STAMP) $(LAB_SETTINGS)
 
-# JupyterLab on this machine, with the chapters as notebooks and the explorers working.
+# JupyterLab on this machine, over the chapters' reader editions: the notebooks the built
+# book offers for download (_ext/reader_notebooks.py), in Jupyter Markdown with the numbers
+# the build computed, and the explorers live (attnclust.assignments.live_widget_source).
+# They are copied into lab/ (ignored by git, kept by make clean) the first time: running and
+# saving them there changes no chapter source, and a notebook saved there is never
+# overwritten; delete it for a fresh copy after a rebuild. The book is built first if it is
+# missing (make book: about 5 minutes on 2 cores from a fresh clone).
+LAB_DIR      := lab
+READER_NBS   := _build/html/_sources/chapters
 lab: venv
-	$(JAX_ENV) $(VENV)/bin/jupyter lab $(LAB_FLAGS)
+	test -d $(READER_NBS) || $(MAKE) --no-print-directory book
+	mkdir -p $(LAB_DIR)/chapters
+	cp -n $(READER_NBS)/*.ipynb $(LAB_DIR)/chapters/
+	$(JAX_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir=$(LAB_DIR) $(LAB_FLAGS)
 
 # scripts/book_cache.py clears the execution cache (and pages built from it) whenever
 # attnclust/**/*.py, requirements.txt or pyproject.toml changed since the last build.

@@ -159,3 +159,25 @@ def test_the_reader_editions_first_cell_installs_attnclust_only_where_missing(mo
         ("pip", "install --quiet --editable attnclust-book")]
     with pytest.raises(ModuleNotFoundError, match="clone of the book"):
         _run_install_cell(install_cell_source(""), monkeypatch, missing=True)
+
+
+def test_notebook_editions_open_the_explorers_live():
+    """The HTML needs an explorer's static frames (``static=True``); a notebook has a kernel
+    and would only wait for them, so every edition calls the explorer without it."""
+    from attnclust.assignments import parse_chapter, reader_notebook, student_notebook
+    from attnclust.assignments.editions import live_widget_source
+
+    assert live_widget_source("ac.book.widgets.training_explorer(static=True)") == \
+        "ac.book.widgets.training_explorer()"
+    assert live_widget_source("f(a, static=True, b=1)") == "f(a, b=1)"
+    assert live_widget_source("f(static=False)") == "f(static=False)"
+    with_widgets = [p for p in sorted((ROOT / "chapters").glob("*.md"))
+                    if "static=True" in p.read_text()]
+    assert len(with_widgets) >= 3
+    for path in with_widgets:
+        chapter = parse_chapter(path)
+        for nb in (reader_notebook(chapter, {}), student_notebook(chapter)):
+            widgets = [c.source for c in nb.cells
+                       if c.cell_type == "code" and "widget" in c.metadata.get("tags", [])]
+            assert widgets and all("_explorer(" in w and "static=True" not in w
+                                   for w in widgets), (path.name, widgets)

@@ -1,5 +1,6 @@
 // Loaded on every page (_config.yml, html_js_files): equations wider than their column
-// are scaled down to fit, and figures open at full size when tapped on a narrow screen.
+// are scaled down to fit, figures open at full size when tapped on a narrow screen, and a
+// table wider than its column (it scrolls in its own box, small_screens.css) says so.
 (function () {
   "use strict";
   const MIN_SCALE = 0.5;
@@ -64,9 +65,37 @@
     }
   });
 
+  // A table that scrolls sideways takes keyboard focus, so that it can be scrolled without a
+  // mouse (WCAG 2.1.1; axe-core's scrollable-region-focusable), and has a cue above it that
+  // more columns are to the side. One that fits loses both.
+  function markScrolling() {
+    document.querySelectorAll("article table").forEach(table => {
+      const scrolls = table.scrollWidth > table.clientWidth + 1;
+      let cue = table.previousElementSibling;
+      if (!(cue && cue.classList.contains("ac-scroll-cue"))) cue = null;
+      table.classList.toggle("ac-scrolls", scrolls);
+      if (scrolls) {
+        table.tabIndex = 0;
+        if (!cue) {
+          cue = document.createElement("div");
+          cue.className = "ac-scroll-cue";
+          cue.setAttribute("aria-hidden", "true");
+          cue.textContent = "Scroll sideways for more columns \u2192";
+          table.before(cue);
+        }
+      } else {
+        table.removeAttribute("tabindex");
+        if (cue) cue.remove();
+      }
+    });
+    document.documentElement.dataset.tablesMarked = "1";
+  }
+
   function start() {
     markZoomable();
+    markScrolling();
     window.addEventListener("resize", markZoomable);
+    window.addEventListener("resize", markScrolling);
     const mj = window.MathJax;
     if (!(mj && mj.startup && mj.startup.promise)) {
       // no mathematics on this page (MathJax is only loaded where there is some)

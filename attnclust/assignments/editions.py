@@ -22,6 +22,7 @@ crashes the HTML build on gated solutions, and it only concerns HTML anyway.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -62,6 +63,20 @@ def _code_cell(source: str, template: nbformat.NotebookNode | None = None,
     if extra_meta:
         cell.metadata.update(extra_meta)
     return cell
+
+
+_STATIC_ARG = re.compile(r"(?:(?<=\()\s*static\s*=\s*True\s*,?\s*|\s*,\s*static\s*=\s*True\s*(?=[,)]))")
+
+
+def live_widget_source(source: str) -> str:
+    """A widget cell's code as the notebooks run it: without ``static=True``.
+
+    In the chapter, an explorer is called with ``static=True`` so that the executed HTML page
+    also holds its frames over a grid of slider values (``attnclust.book.widgets.static``),
+    for readers without a kernel; a notebook has a kernel, never shows those frames, and
+    would wait for all of them (minutes for the training explorer) before the live
+    explorer appears. ``f(static=True)`` becomes ``f()``, ``f(a, static=True)`` ``f(a)``."""
+    return _STATIC_ARG.sub("", source)
 
 
 def _check_cell(piece_source: str, template, label: str) -> nbformat.NotebookNode:
@@ -145,7 +160,9 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             md.append(p.source)
         elif p.kind == "code":
             flush()
-            nb.cells.append(_code_cell(p.source, p.cell))
+            widget = p.cell is not None and "widget" in p.cell.metadata.get("tags", [])
+            nb.cells.append(_code_cell(live_widget_source(p.source) if widget else p.source,
+                                       p.cell))
         elif p.kind == "answer":
             if student:
                 md.append(_prompt(ex, hidden))

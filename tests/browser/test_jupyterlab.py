@@ -1,17 +1,20 @@
 """A chapter in JupyterLab, as a student running it on their machine meets it.
 
-Starts JupyterLab (the project's environment, with the settings that `make lab` installs)
-on 127.0.0.1, over a copy of the chapter (JupyterLab saves what it opens: jupytext would
-rewrite the repository's source in its own style), opens ``chapters/mixtures.md`` by its URL (it must open as a notebook, not
-in the text editor), runs all cells, checks that no cell raised, moves one slider of the
-mixture explorer and checks that the explorer's figure changed. The server and its
-kernels are stopped at the end. Needs `make venv` (which installs the JupyterLab
-settings) and chromium.
+`make lab` opens the chapters' reader editions (the notebooks the built book offers for
+download) copied into a folder of their own. This test starts JupyterLab (the project's
+environment) on 127.0.0.1 over such a folder outside the repository, holding the built
+reader edition of ``mixtures`` as `make lab` copies it, opens it by its URL, checks that
+its text is rendered (no MyST role, directive fence, ``:label:`` line or glue name shown raw,
+no mathematics that MathJax could not typeset, such as an undefined macro), runs all cells,
+checks that no cell raised, moves one slider of the mixture explorer and checks that the
+explorer's figure changed. The server and its kernels are stopped at the end. Needs `make
+book` (the reader editions) and chromium.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,7 +31,8 @@ import book_checks
 
 pytestmark = pytest.mark.browser
 REPO = book_checks.REPO
-CHAPTER = "chapters/mixtures.md"
+CHAPTER = "chapters/mixtures.ipynb"
+READER_EDITION = REPO / "_build" / "html" / "_sources" / CHAPTER
 RUN_TIMEOUT_S = 600
 """The whole chapter, executed in the page's kernel (it takes well under a minute on an
 idle 2-core machine; the limit leaves room for a loaded one)."""
@@ -49,6 +53,35 @@ _EXPLORER_IMAGE = """() => {
   const img = document.querySelector('.jp-Notebook .widget-output img, .jp-Notebook .jupyter-widgets-output-area img');
   return img ? img.src : null;
 }"""
+
+
+# MyST that a renderer left as text: a role, a directive fence, a directive option line, a
+# glue name; and mathematics MathJax could not typeset (an error box, an undefined macro
+# shown in red by its noundefined extension)
+RAW_MYST = re.compile(r"\{[a-z:-]+\}`|```\{|^:(label|class|name|tags):|\{glue", re.MULTILINE)
+_MARKDOWN_STATE = """() => ({
+  texts: Array.from(document.querySelectorAll('.jp-Notebook .jp-MarkdownOutput'))
+           .map(e => e.innerText),
+  unrendered: document.querySelectorAll('.jp-Notebook .jp-MarkdownCell:not(.jp-mod-rendered)').length,
+  mathErrors: Array.from(document.querySelectorAll(
+      '.jp-Notebook mjx-merror, .jp-Notebook mjx-mtext[style*="red"], .jp-Notebook mjx-mi[style*="red"]'))
+      .map(e => (e.closest('mjx-container') || e).textContent.slice(0, 80)),
+  mathCount: document.querySelectorAll('.jp-Notebook mjx-container').length})"""
+
+
+def raw_markup(state: dict) -> list[str]:
+    """What a reader would see unrendered, from :data:`_MARKDOWN_STATE`."""
+    found = [m.group(0) for t in state["texts"] for m in RAW_MYST.finditer(t)]
+    return found + [f"math error: {e}" for e in state["mathErrors"]]
+
+
+def test_raw_markup_is_recognised():
+    """The pattern finds what the MyST source shows when opened unrendered."""
+    state = {"texts": ["See {cite}`x` and {ref}`y`", "```{prf:theorem}\n:label: thm",
+                       "{glue:text}`n`", "a plain sentence"], "mathErrors": ["\\R"]}
+    assert len(raw_markup(state)) == 6
+    assert not raw_markup({"texts": ["Theorem 1 (Distortion). See (Cheng, 1995)."],
+                           "mathErrors": []})
 
 
 def _free_port() -> int:
@@ -74,9 +107,11 @@ def jupyterlab(tmp_path_factory):
     (user / "docmanager-extension").mkdir(parents=True)
     (user / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
         '{"autosave": false}')
-    root = home / "book"
+    root = home / "lab"
     (root / "chapters").mkdir(parents=True)
-    shutil.copy(REPO / CHAPTER, root / CHAPTER)
+    if not READER_EDITION.is_file():
+        pytest.fail(f"{READER_EDITION} is missing: run `make book` first")
+    shutil.copy(READER_EDITION, root / CHAPTER)
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
@@ -146,6 +181,12 @@ def test_chapter_runs_in_jupyterlab_and_its_explorer_redraws(jupyterlab, browser
     try:
         page.goto(f"{base}/lab/tree/{CHAPTER}?token={token}")
         page.wait_for_selector(".jp-Notebook .jp-CodeCell")  # opened as a notebook
+        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook mjx-container')"
+                               ".length > 0")  # MathJax has typeset
+        page.wait_for_timeout(2000)
+        shown = page.evaluate(_MARKDOWN_STATE)
+        assert shown["texts"] and not shown["unrendered"], shown["unrendered"]
+        assert not raw_markup(shown), raw_markup(shown)[:20]
         page.wait_for_function(  # the kernel has started (the status bar says so)
             "() => Array.from(document.querySelectorAll('.jp-StatusBar-TextItem'))"
             ".some(e => /\\|\\s*Idle/.test(e.textContent))")

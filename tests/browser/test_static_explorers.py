@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import pytest
 
@@ -70,3 +71,17 @@ def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, boo
             src = new
     finally:
         page.close()
+
+
+REMOTE = re.compile(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)="(https?:)?//[^"]*"')
+
+
+@pytest.mark.parametrize("docname", book_checks.toc_docnames(REPO))
+def test_no_page_loads_anything_from_another_host(docname, built_book):
+    """The book says it needs no network: no script, style sheet, image or frame of any page
+    (the explorer pages included) comes from another host. Links a reader follows are fine."""
+    html = (built_book / f"{docname}.html").read_text()
+    remote = [m.group(0)[:160] for m in REMOTE.finditer(html)
+              if not m.group(0).startswith("<link") or 'rel="stylesheet"' in m.group(0)
+              or "preload" in m.group(0)]
+    assert not remote, remote
