@@ -7,8 +7,9 @@ fences, the book's macros, ``{glue:text}`` names), and only where launch buttons
 configured. This extension offers it on every notebook page, and writes it once the build
 has finished: the reader edition (``attnclust.assignments.reader_notebook``):
 the same conversion to Jupyter Markdown as the student and instructor editions, with the
-numbers the build glued (myst-nb's ``<page>.glue.json``) in the text, and a first code cell
-that installs ``attnclust`` from the configured repository where it is missing (Colab).
+numbers the build glued (myst-nb's ``<page>.glue.json``) in the text, the outputs the build
+computed (figures included) in its code cells, and a first code cell that installs
+``attnclust`` from the configured repository where it is missing (Colab).
 Where a repository is configured, the Binder and Colab buttons open this edition
 (_ext/launch_buttons.py). The ``.md`` source
 stays the single source of truth; tests/test_book_offline.py checks a built one.
@@ -34,6 +35,40 @@ def offer_notebook(app, pagename, templatename, context, doctree) -> None:
         context["ipynb_source"] = pagename + ".ipynb"
 
 
+# outputs a notebook can show: a glue record (myst-nb's application/papermill.record/...)
+# is for the build alone, and JupyterLab would say it has no renderer for it
+_SHOWN = ("text/", "image/", "application/json", "application/javascript")
+
+
+def _shown(output):
+    if "data" not in output:
+        return output
+    data = {k: v for k, v in output["data"].items() if k.startswith(_SHOWN)}
+    if not data:
+        return None
+    output.data = type(output.data)(data)
+    return output
+
+
+def _executed(app, source: Path):
+    """The build's execution of ``source`` from jupyter-cache (keyed on the page's code), with
+    the outputs a notebook can show; None where the cache has none (execution off)."""
+    import jupytext
+    from jupyter_cache import get_cache
+
+    path = app.config.nb_execution_cache_path or Path(app.outdir).parent / ".jupyter_cache"
+    if not Path(path).is_dir():
+        return None
+    try:
+        _, merged = get_cache(str(path)).merge_match_into_notebook(jupytext.read(source))
+    except KeyError:  # no execution of this code in the cache
+        return None
+    for cell in merged.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in map(_shown, cell.get("outputs", [])) if o is not None]
+    return merged
+
+
 def write_reader_notebooks(app, exc) -> None:
     if exc is not None or app.builder.name != "html":
         return
@@ -53,7 +88,8 @@ def write_reader_notebooks(app, exc) -> None:
         glue_file = executed / f"{docname}.glue.json"
         glued = json.loads(glue_file.read_text()) if glue_file.is_file() else {}
         bundles = {name: out.get("data", {}) for name, out in glued.items()}
-        nbformat.write(reader_notebook(parse_chapter(source), bundles, repository), target)
+        nbformat.write(reader_notebook(parse_chapter(source), bundles, repository,
+                                       _executed(app, source)), target)
 
 
 def setup(app):

@@ -63,6 +63,12 @@ def test_real_config_has_no_repository_and_serves_mathjax(tmp_path):
     assert "The ratio is 0.667." in text, text
     assert "{glue" not in text and "Reader edition" in text
     assert "\\newcommand{\\R}" in text  # the book's macros are defined
+    # it carries the build's outputs: the cell that prints shows what it printed, the glue
+    # cell (its record is for the build) shows nothing
+    outputs = {c.source: c.outputs for c in reader.cells if c.cell_type == "code"}
+    assert [o.get("text") for o in outputs["print(1)"]] == ["1\n"], outputs["print(1)"]
+    assert not [o for outs in outputs.values() for o in outs
+                if any(k.startswith("application/papermill") for k in o.get("data", {}))]
 
 
 def test_configured_repository_brings_the_buttons_back(tmp_path):

@@ -181,3 +181,42 @@ def test_notebook_editions_open_the_explorers_live():
                        if c.cell_type == "code" and "widget" in c.metadata.get("tags", [])]
             assert widgets and all("_explorer(" in w and "static=True" not in w
                                    for w in widgets), (path.name, widgets)
+
+
+def test_the_repository_pages_find_the_clone_or_say_they_need_one(tmp_path, monkeypatch):
+    import attnclust.book as book
+
+    monkeypatch.chdir(tmp_path)
+    assert book.repository_root("x") == ROOT  # through the package, installed editable
+    monkeypatch.setattr(book, "__file__", str(tmp_path / "site" / "attnclust" / "book" / "__init__.py"))
+    with pytest.raises(FileNotFoundError, match="from a clone of the book's repository"):
+        book.repository_root("the benchmark results")
+
+
+def test_reader_edition_carries_the_builds_outputs():
+    """Outputs are matched to cells by source in order; a widget cell keeps none; a LaTeX
+    output defines the book's macros itself (JupyterLab may typeset it first)."""
+    import nbformat
+
+    from attnclust.assignments import parse_chapter, reader_notebook
+
+    chapter = parse_chapter(ROOT / "chapters" / "mixtures.md")
+    plain = reader_notebook(chapter, {})
+    executed = nbformat.v4.new_notebook()
+    for cell in plain.cells[2:]:
+        if cell.cell_type == "code":
+            done = nbformat.v4.new_code_cell(cell.source.replace("()", "(static=True)")
+                                             if "widget" in cell.metadata.get("tags", [])
+                                             else cell.source)
+            done.outputs = [nbformat.v4.new_output(
+                "display_data", {"text/latex": "$\\E x$", "text/plain": "E x"})]
+            executed.cells.append(done)
+    nb = reader_notebook(chapter, {}, executed=executed)
+    code = [c for c in nb.cells[2:] if c.cell_type == "code"]
+    widget = [c for c in code if "widget" in c.metadata.get("tags", [])]
+    assert widget and not any(c.outputs for c in widget)
+    rest = [c for c in code if c not in widget]
+    assert rest and all(c.outputs for c in rest)
+    latex = rest[0].outputs[0]["data"]["text/latex"]
+    assert latex.startswith("$\\newcommand{\\R}") and latex.endswith("\\E x$"), latex
+    nbformat.validate(nb)

@@ -21,6 +21,7 @@ crashes the HTML build on gated solutions, and it only concerns HTML anyway.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import textwrap
@@ -224,19 +225,57 @@ def install_cell_source(repository: str = "") -> str:
 
 
 def reader_notebook(chapter: Chapter, glued: dict[str, dict],
-                    repository: str = "") -> nbformat.NotebookNode:
+                    repository: str = "",
+                    executed: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
     """The chapter as a notebook for reading and running (the download button of each page
     and the launch buttons, chapter "Preface"): the instructor edition's Markdown, with the
     numbers the build glued (``glued``: name -> MIME bundle, as myst-nb writes
     ``<page>.glue.json``) in the text, and a first code cell that installs ``attnclust``
-    from ``repository`` where it is missing (:func:`install_cell_source`)."""
+    from ``repository`` where it is missing (:func:`install_cell_source`). With
+    ``executed`` (the notebook the build executed), each code cell carries that build's
+    outputs, figures included (:func:`carry_outputs`)."""
     refs = replace(chapter.refs or References(), glued=dict(glued))
     nb = _assemble(replace(chapter, refs=refs), student=False)
     macros = refs.macro_definitions()
     nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
+    if executed is not None:
+        carry_outputs(nb, executed, macros.strip("$"))
     nb.cells.insert(1, _code_cell(install_cell_source(repository),
                                   extra_meta={"attnclust": {"install": True}}))
     return nb
+
+
+_MATH_OPEN = re.compile(r"\$\$?|\\\[")
+
+
+def carry_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode,
+                  macros: str = "") -> int:
+    """Copy the outputs of ``executed``'s code cells into ``nb``'s code cells of the same
+    source, matched in order (an edition has the chapter's code cells in the chapter's
+    order, some left out); returns how many cells got outputs. A widget cell keeps none:
+    its output is a live widget's view, which a notebook opened without the build's kernel
+    cannot show ("model not found"); running the cell opens the explorer. ``macros`` (TeX
+    ``\\newcommand`` definitions) go at the start of every LaTeX output:
+    JupyterLab typesets the saved outputs as it opens the notebook, possibly before the
+    first cell that defines them."""
+    done = [c for c in executed.cells if c.cell_type == "code"]
+    i, carried = 0, 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "widget" in cell.metadata.get("tags", []):
+            continue
+        source = cell.source.strip()
+        j = next((k for k in range(i, len(done)) if done[k].source.strip() == source), None)
+        if j is None:
+            continue
+        cell.outputs = copy.deepcopy(done[j].get("outputs", []))
+        for out in cell.outputs:
+            latex = out.get("data", {}).get("text/latex")
+            if macros and isinstance(latex, str) and _MATH_OPEN.match(latex):
+                opening = _MATH_OPEN.match(latex).group(0)
+                out["data"]["text/latex"] = opening + macros + latex[len(opening):]
+        cell.execution_count = done[j].get("execution_count")
+        i, carried = j + 1, carried + 1
+    return carried
 
 
 MATERIAL_FORMAT = 2
