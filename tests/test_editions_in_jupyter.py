@@ -50,3 +50,29 @@ def test_unanswered_student_notebook_runs_and_says_not_answered(tmp_path):
     said = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     for label in chapter.exercises:
         assert f"{label}: not answered yet" in said, said
+
+
+@pytest.mark.integration
+def test_student_checks_print_their_verdict_and_never_stop_the_notebook(tmp_path):
+    """A wrong answer, an answer of the wrong kind and a right one: each check says so (the
+    hint from the check's message) and the notebook runs on to the end."""
+    from nbclient import NotebookClient
+
+    src = tmp_path / "toy.md"
+    src.write_text(EXAMPLE_CHAPTER)
+    chapter = parse_chapter(src)
+    nb = student_notebook(chapter)
+    answers = {"ex_toy_1": "ex_toy_1 = 2 * x", "ex_toy_2": "ex_toy_2 = 'two'",
+               "ex_toy_3": "ex_toy_3 = 'a'"}
+    for cell in nb.cells:
+        for var, code in answers.items():
+            if cell.cell_type == "code" and cell.source.startswith(f"{var} = None"):
+                cell.source = code
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    said = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "ex-toy-1: not right yet. expected the derivative 3*x**2" in said, said
+    assert "ex-toy-2: the check could not run on your answer (ValueError" in said, said
+    assert "ex-toy-3: correct" in said, said

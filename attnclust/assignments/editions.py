@@ -105,14 +105,29 @@ def hidden_check_source(source: str, ex: Exercise) -> str:
 
 def guarded_check_source(source: str, ex: Exercise) -> str:
     """A visible check cell of the student edition: the chapter's check, run only once the
-    answer is set; before that (the starter cell leaves ``None``) it says "not answered
-    yet" instead of failing inside the check with an unrelated error."""
+    answer is set, that prints its verdict and never stops the notebook. Before the answer
+    is set (the starter cell leaves ``None``) it says "not answered yet"; then "correct",
+    "not right yet" with the check's message as the hint, or, where the check cannot even
+    run on the answer (a value of the wrong kind), the error and what to store. Running the
+    whole notebook therefore reaches every exercise, whatever the answers."""
     header, _, body = source.lstrip("\n").partition("\n")
     label, _ = check_header(header)
+    var = ex.variable
     return (f"{header}\n"
-            f"if {ex.variable} is None:\n"
-            f"    print(\"{label}: not answered yet (store your answer in {ex.variable})\")\n"
-            "else:\n" + textwrap.indent(body.strip("\n") or "pass", "    ", lambda line: True))
+            f"if {var} is None:\n"
+            f"    print(\"{label}: not answered yet (store your answer in {var})\")\n"
+            "else:\n"
+            "    try:\n"
+            + textwrap.indent(body.strip("\n") or "pass", "        ", lambda line: True) + "\n"
+            "    except AssertionError as _failed:\n"
+            f"        print(\"{label}: not right yet.\",\n"
+            f"              str(_failed).removeprefix(\"{label}: \") or \"The check failed.\")\n"
+            "    except Exception as _error:\n"
+            f"        print(\"{label}: the check could not run on your answer \"\n"
+            f"              f\"({{type(_error).__name__}}: {{_error}}); see what the exercise asks \"\n"
+            f"              \"to store in {var}\")\n"
+            "    else:\n"
+            f"        print(\"{label}: correct\")\n")
 
 
 def _prompt(ex: Exercise, hidden: bool = False) -> str:
@@ -138,7 +153,9 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
                 f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
                 f"{check}. Answers are numbers, strings (for the multiple-choice "
                 "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
-                "notebook from the top before handing it in." + GLUE_NOTE)
+                "notebook from the top before handing it in. To resubmit, hand in the "
+                "notebook again under the same name: a changed file is graded again, an "
+                "unchanged one keeps its grade." + GLUE_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
             f"{n} exercises, {pts} points, with the reference solutions.*" + GLUE_NOTE)
 
