@@ -127,3 +127,32 @@ def test_unshown_and_unknown_claims_fail_the_build(tmp_path):
     assert r.returncode != 0
     assert "'toy-hidden' is recorded but its prose never shows it" in out
     assert "claim 'toy-missing': no cell of this page recorded it" in out
+
+
+def _verdict_page(expect: str) -> str:
+    return MYST_HEADER + f"""
+
+# Toy chapter
+
+```{{code-cell}} python3
+from attnclust.book import claims
+claims.claim("toy-below", "The toy's risk is below one half.", setting=dict(L="inf"),
+             evidence=dict(risk=0.7), verdict=claims.at_most(0.7, 0.5), expect={expect!r})
+```
+
+The risk: {{claim}}`toy-below`
+"""
+
+
+def test_a_claim_whose_verdict_differs_from_its_expected_one_fails_the_build(tmp_path):
+    """A planted claim: the evidence (0.7) says "does not hold"; written for "holds" the
+    build fails and names it, written for "fails" it builds and the ledger says so."""
+    r = build(make_book(tmp_path / "holds", {"toy": _verdict_page("holds"), "claims": LEDGER}))
+    assert r.returncode != 0
+    assert "toy-below" in r.stdout + r.stderr and "fails" in r.stdout + r.stderr
+    root = make_book(tmp_path / "fails", {"toy": _verdict_page("fails"), "claims": LEDGER})
+    r = build(root)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    ledger = json.loads((root / "_build" / "html" / "claims.json").read_text())
+    rows = ledger["claims"] if isinstance(ledger, dict) else ledger
+    assert [c["verdict"] for c in rows if c["id"] == "toy-below"] == ["fails"], rows
