@@ -26,6 +26,7 @@ import json
 import math
 import os
 import socket
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ from attnclust.assignments import (
 )
 from attnclust.assignments.__main__ import main as cli
 from attnclust.assignments.answers import AnswerError, check_kind, decode
+from attnclust.assignments import grading
 from attnclust.assignments.grading import unanswered
 from attnclust.assignments.source import MYST_HEADER
 
@@ -436,6 +438,33 @@ def test_unanswered_exercises_are_recognised(chapter):
     answered = copy.deepcopy(student)
     answered.cells.append(nbformat.v4.new_code_cell("ex_toy_2 = 2.0"))
     assert unanswered(answered, material) == {"ex-toy-1", "ex-toy-3"}
+    padded = copy.deepcopy(student)
+    padded.cells.append(nbformat.v4.new_code_cell("\n" * 10 + "  ex_toy_3 += 'a'"))
+    assert unanswered(padded, material) == {"ex-toy-1", "ex-toy-2"}
+    assert grading._assigns("x := 1", "x") and not grading._assigns("x == 1", "x")
+    assert not grading._assigns("xy = 1", "x") and not grading._assigns("y = x", "x")
+
+
+HUGE_CELL = """
+import sys, nbformat
+from attnclust.assignments.grading import unanswered
+nb = nbformat.read(sys.argv[1], 4)
+nb.cells.append(nbformat.v4.new_code_cell("\\n" * 330_000 + "ex_toy_3 = 'a'"))
+print(sorted(unanswered(nb, {"exercises": [{"label": "ex-toy-3", "variable": "ex_toy_3"},
+                                             {"label": "ex-toy-1", "variable": "ex_toy_1"}]})))
+"""
+
+
+def test_a_cell_of_newlines_does_not_stall_the_grader(chapter, tmp_path):
+    """A ``^\\s*name`` regular expression over a student's cell of 330,000 newlines
+    backtracked for about 100 s an exercise, in the grader, where it made another student's
+    notebook miss its time limit. Line by line the search takes milliseconds; the bound
+    here is a hang guard two orders of magnitude above that, not a timing."""
+    path = tmp_path / "student.ipynb"
+    nbformat.write(student_notebook(chapter), path)
+    r = subprocess.run([sys.executable, "-c", HUGE_CELL, str(path)], capture_output=True,
+                       text=True, timeout=60, check=True)
+    assert r.stdout.strip() == "['ex-toy-1']", r.stdout + r.stderr
 
 
 # ---- answers as data ----------------------------------------------------------------------
