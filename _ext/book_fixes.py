@@ -24,7 +24,6 @@ HTML5 writer (0.21 here, through Jupyter Book 1's pins), and sphinxcontrib-bibte
 option for them.
 """
 
-
 from __future__ import annotations
 
 BIBLIOENTRY = 'role="doc-biblioentry"'

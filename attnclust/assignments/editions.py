@@ -69,6 +69,11 @@ def _code_cell(source: str, template: nbformat.NotebookNode | None = None,
 _STATIC_ARG = re.compile(r"(?:(?<=\()\s*static\s*=\s*True\s*,?\s*|\s*,\s*static\s*=\s*True\s*(?=[,)]))")
 
 
+def _is_widget(cell: nbformat.NotebookNode | None) -> bool:
+    """Whether ``cell`` is tagged ``widget`` (a chapter's explorer)."""
+    return cell is not None and "widget" in cell.metadata.get("tags", [])
+
+
 def live_widget_source(source: str) -> str:
     """A widget cell's code as the notebooks run it: without ``static=True``.
 
@@ -178,9 +183,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             md.append(p.source)
         elif p.kind == "code":
             flush()
-            widget = p.cell is not None and "widget" in p.cell.metadata.get("tags", [])
-            nb.cells.append(_code_cell(live_widget_source(p.source) if widget else p.source,
-                                       p.cell))
+            nb.cells.append(_code_cell(live_widget_source(p.source) if _is_widget(p.cell)
+                                       else p.source, p.cell))
         elif p.kind == "answer":
             if student:
                 md.append(_prompt(ex, hidden))
@@ -266,19 +270,19 @@ _MATH_OPEN = re.compile(r"\$\$?|\\\[")
 
 
 def carry_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode,
-                  macros: str = "") -> int:
+                  macros: str = "") -> None:
     """Copy the outputs of ``executed``'s code cells into ``nb``'s code cells of the same
     source, matched in order (an edition has the chapter's code cells in the chapter's
-    order, some left out); returns how many cells got outputs. A widget cell keeps none:
+    order, some left out). A widget cell keeps none:
     its output is a live widget's view, which a notebook opened without the build's kernel
     cannot show ("model not found"); running the cell opens the explorer. ``macros`` (TeX
     ``\\newcommand`` definitions) go at the start of every LaTeX output:
     JupyterLab typesets the saved outputs as it opens the notebook, possibly before the
     first cell that defines them."""
     done = [c for c in executed.cells if c.cell_type == "code"]
-    i, carried = 0, 0
+    i = 0
     for cell in nb.cells:
-        if cell.cell_type != "code" or "widget" in cell.metadata.get("tags", []):
+        if cell.cell_type != "code" or _is_widget(cell):
             continue
         source = cell.source.strip()
         j = next((k for k in range(i, len(done)) if done[k].source.strip() == source), None)
@@ -287,12 +291,10 @@ def carry_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode,
         cell.outputs = copy.deepcopy(done[j].get("outputs", []))
         for out in cell.outputs:
             latex = out.get("data", {}).get("text/latex")
-            if macros and isinstance(latex, str) and _MATH_OPEN.match(latex):
-                opening = _MATH_OPEN.match(latex).group(0)
-                out["data"]["text/latex"] = opening + macros + latex[len(opening):]
+            if macros and isinstance(latex, str) and (opening := _MATH_OPEN.match(latex)):
+                out["data"]["text/latex"] = opening.group(0) + macros + latex[opening.end():]
         cell.execution_count = done[j].get("execution_count")
-        i, carried = j + 1, carried + 1
-    return carried
+        i = j + 1
 
 
 MATERIAL_FORMAT = 2
