@@ -143,7 +143,7 @@ def bench_steps(Ls=(50, 256, 1024), batch=32, n=None):
             def run(theta, X, pool=pool):
                 def step(carry, _):
                     th, st = carry
-                    g = jax.grad(lambda t: ac.distortion(two_head(t, X, 1.0, pool), X))(th)
+                    g = jax.grad(lambda t: ac.distortion(two_head(t, X, ac.DEFAULT.lam, pool), X))(th)
                     u, st = opt.update(g, st, th)
                     return (optax.apply_updates(th, u), st), None
                 return jax.lax.scan(step, (theta, opt.init(theta)), None, length=steps)[0][0]

@@ -87,7 +87,7 @@ def _check(loss_value: float, L: int, batch: int) -> float:
     import attnclust as ac
 
     X, theta = _inputs(L, batch)
-    ref = float(ac.risk_loss(theta, X, 1.0))
+    ref = float(ac.risk_loss(theta, X, ac.DEFAULT.lam))
     err = abs(loss_value - ref) / abs(ref)
     if err > 1e-4:
         raise AssertionError(f"PyTorch loss {loss_value} differs from attnclust's {ref} (L={L})")
@@ -164,7 +164,7 @@ def jax_step_vmap(L: int, batch: int, S: int, n: int, reps: int = REPEATS) -> di
 
     X, theta = _inputs(L, batch, seeds=S)
     opt = optax.adam(LR)
-    step = ac.make_step(opt, 1.0)
+    step = ac.make_step(opt, ac.DEFAULT.lam)
     vstep = jax.vmap(step)
     run = jax.jit(lambda t, st, X: jax.lax.scan(lambda c, _: vstep(c, X), (t, st), None, length=n)[0][0])
     st = jax.vmap(opt.init)(theta)

@@ -121,7 +121,8 @@ def step_exps(batch: int, H: int, L: int) -> int:
     return 2 * batch * H * L * L
 
 
-def step_runner(L: int, batch: int, n: int, pool=None, K: int = 2, d: int = 5, lam: float = 1.0):
+def step_runner(L: int, batch: int, n: int, pool=None, K: int | None = None, d: int | None = None,
+                lam: float | None = None):
     """A function () -> None running ``n`` training steps (forward, backward, Adam) on one
     fixed batch of ``batch`` prompts of L tokens from the book's default mixture, as one
     jitted ``lax.scan``. ``pool`` None is the library (``attnclust.make_step``); otherwise a
@@ -132,7 +133,10 @@ def step_runner(L: int, batch: int, n: int, pool=None, K: int = 2, d: int = 5, l
 
     import attnclust as ac
 
-    m = ac.orthogonal_mixture(K=K, d=d, r=ac.DEFAULT.r, sigma=ac.DEFAULT.sigma)
+    # K, d, lam: the default setting's (attnclust.DEFAULT) unless given
+    s = ac.DEFAULT.replace(**{k: x for k, x in dict(K=K, d=d, lam=lam).items() if x is not None})
+    K, d, lam = s.K, s.d, s.lam
+    m = ac.orthogonal_mixture(**s.mixture_args())
     X, _ = ac.sample(jax.random.PRNGKey(4), m, batch, L)
     theta = ac.init_theta(jax.random.PRNGKey(5), m, init="near")
     opt = optax.adam(1e-2)
@@ -196,7 +200,7 @@ def step_hlo(L: int, batch: int) -> dict:
     X = jax.ShapeDtypeStruct((batch, L, m.d), "float32")
     theta = jax.ShapeDtypeStruct((2, m.d), "float32")
     opt = optax.adam(1e-2)
-    step = ac.make_step(opt, 1.0)
+    step = ac.make_step(opt, ac.DEFAULT.lam)
     compiled = jax.jit(lambda t, X: step((t, opt.init(t)), X)).lower(theta, X).compile()
     text = compiled.as_text()
     loops = [line for line in text.splitlines() if " while(" in line]

@@ -78,8 +78,16 @@ SIZES = {
     ),
 }
 
-# Training setting: the book's defaults (K=2, d=5, r=2, sigma=0.5, lam=1, batch 32, L 50).
-K, D, R, SIGMA, LAM, BATCH, L_TRAIN, LR = 2, 5, 2.0, 0.5, 1.0, 32, 50, 1e-2
+
+def training_setting() -> dict:
+    """The training benchmark's setting: the book's default setting (``attnclust.DEFAULT``:
+    K, d, r, sigma, lam) and a run's default configuration (``attnclust.TrainConfig()``:
+    batch, L, learning rate)."""
+    import attnclust as ac
+
+    config = ac.TrainConfig()
+    return dict(**ac.DEFAULT.mixture_args(), lam=ac.DEFAULT.lam, batch=config.batch, L=config.L, lr=config.lr)
+
 # Identity attention setting: d = 32, two orthogonal centroids of norm 4, sigma 0.5.
 ID_K, ID_D, ID_R, ID_SIGMA, ID_LAM = 2, 32, 4.0, 0.5, 0.25
 
@@ -197,7 +205,7 @@ def matmul_peak(ns) -> dict:
 def _mixture():
     import attnclust as ac
 
-    return ac.orthogonal_mixture(K=K, d=D, r=R, sigma=SIGMA)
+    return ac.orthogonal_mixture(**ac.DEFAULT.mixture_args())
 
 
 def _timed(f):
@@ -217,7 +225,8 @@ def bench_fit(steps: int, S: int, reps: int) -> dict:
     m = _mixture()
     key = jax.random.PRNGKey(0)
     keys = jax.random.split(key, S)
-    run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
+    s = training_setting()
+    run = dict(lam=s["lam"], steps=steps, batch=s["batch"], L=s["L"], lr=s["lr"], progress=False)
     _, first = _timed(lambda: ac.fit(key, m, **run))
     fit = timings(lambda: ac.fit(key, m, **run), reps)
     many = ac.fit_many(keys, m, **run)
@@ -404,7 +413,8 @@ def child_fit_sharded(S: int, steps: int, reps: int) -> dict:
 
     m = _mixture()
     keys = jax.random.split(jax.random.PRNGKey(0), S)
-    run = dict(lam=LAM, steps=steps, batch=BATCH, L=L_TRAIN, lr=LR, progress=False)
+    s = training_setting()
+    run = dict(lam=s["lam"], steps=steps, batch=s["batch"], L=s["L"], lr=s["lr"], progress=False)
     res = ac.fit_many(keys, m, **run)
     return {"devices": len(jax.devices()), **timings(lambda: ac.fit_many(keys, m, **run), reps),
             "S": S, "steps": steps, "theta_sum": float(abs(res.theta).sum())}
@@ -910,7 +920,7 @@ def main() -> int:
         "size": size,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine_info(),
-        "config": {**cfg, "training": dict(K=K, d=D, r=R, sigma=SIGMA, lam=LAM, batch=BATCH, L=L_TRAIN, lr=LR),
+        "config": {**cfg, "training": training_setting(),
                    "identity": dict(K=ID_K, d=ID_D, r=ID_R, sigma=ID_SIGMA, lam=ID_LAM)},
     }
     log(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, backend {results['machine']['backend']}")
@@ -933,7 +943,7 @@ def main() -> int:
     if "training" not in skip:
         results["steps"] = bench_steps(cfg["step_L"], cfg["step_batch"], cfg)
         try:
-            results["peers"] = bench_peers(cfg["peer_L"], cfg["step_batch"], cfg["S"], L_TRAIN, cfg["step_target_exps"])
+            results["peers"] = bench_peers(cfg["peer_L"], cfg["step_batch"], cfg["S"], training_setting()["L"], cfg["step_target_exps"])
         except ImportError as err:
             results["peers"] = {"error": str(err)}
             log(f"torch not installed: {err}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from attnclust.assignments import instructor_notebook, parse_chapter, student_notebook

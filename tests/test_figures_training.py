@@ -6,7 +6,6 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-import attnclust as ac
 from attnclust.book import figures, sweeps
 from attnclust.book.experiments import training as tr
 

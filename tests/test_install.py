@@ -6,7 +6,6 @@ results file loads (package data), ``reproduce`` names the extra it needs, and w
 import json
 import shutil
 import subprocess
-import sys
 import venv
 from pathlib import Path
 

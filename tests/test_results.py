@@ -7,6 +7,7 @@ import pytest
 
 from attnclust.book import experiments, results
 from attnclust.__main__ import main
+from attnclust.setting import DEFAULT
 
 
 def test_save_load_round_trip_with_provenance(tmp_path):
@@ -52,7 +53,8 @@ def test_committed_experiment_runs_from_the_command_line(tmp_path, monkeypatch, 
         stored = results.load("toy-exp", directory=tmp_path)
         assert stored.data == {"size": "test", "n": 1}
         assert stored.command == "python -m attnclust experiment toy-exp --size test"
-        assert stored.sources == ("attnclust/book/results/__init__.py",)  # a test's own file is not a library source
+        # a test's own file is not a library source; the default setting always is
+        assert stored.sources == (experiments.SETTING, "attnclust/book/results/__init__.py")
         assert main(["experiment", "nope"]) == 2
     finally:
         experiments.COMMITTED.pop("toy-exp", None)
@@ -67,6 +69,27 @@ def test_every_committed_results_file_is_fresh():
         assert path.stem in known, f"{path.name}: no committed experiment of that name"
         assert set(stored.sources) >= set(experiments.COMMITTED[path.stem].sources), path.name
         assert not stored.stale, f"{path.name} is stale: run `{stored.command}`"
+
+
+def test_a_changed_default_makes_every_results_file_stale(tmp_path, monkeypatch):
+    """Every committed experiment depends on the default setting: editing a default value in
+    ``attnclust/setting.py`` (here sigma, in a copy of the sources) changes the hash that
+    decides whether its results file is fresh."""
+    experiments.names()
+    for exp in experiments.COMMITTED.values():
+        assert experiments.SETTING in exp.sources, exp.name
+        for rel in exp.sources:
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text((results.SOURCE_ROOT / rel).read_text())
+    monkeypatch.setattr(results, "SOURCE_ROOT", tmp_path)
+    before = {name: results.sources_hash(exp.sources) for name, exp in experiments.COMMITTED.items()}
+    setting = tmp_path / experiments.SETTING
+    text = setting.read_text()
+    line = f"sigma: float = {DEFAULT.sigma!r}"
+    assert text.count(line) == 1
+    setting.write_text(text.replace(line, f"sigma: float = {2 * DEFAULT.sigma!r}"))
+    after = {name: results.sources_hash(exp.sources) for name, exp in experiments.COMMITTED.items()}
+    assert all(before[name] != after[name] for name in before)
 
 
 def test_code_of_ignores_documentation_not_code():

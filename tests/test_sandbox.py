@@ -15,7 +15,6 @@ interpreter, not bubblewrap.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import ArrayLike, Float, Int, PRNGKeyArray
+from jaxtyping import PRNGKeyArray
 
 from attnclust import _validate as v
 from attnclust import baselines, metrics, stats, temperature

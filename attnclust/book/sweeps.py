@@ -74,7 +74,7 @@ def budget(size: str) -> Budget:
     return BUDGETS[size]
 
 
-def scaled_lr(lr: float, d: int, d0: int = 5) -> float:
+def scaled_lr(lr: float, d: int, d0: int = DEFAULT.d) -> float:
     """The learning rate used at dimension ``d``: ``lr * sqrt(d0 / d)``.
 
     Adam moves every coordinate by about ``lr`` per step whatever the size of its gradient,

@@ -30,7 +30,9 @@ from attnclust._public import import_submodules
 @dataclass(frozen=True)
 class Committed:
     """A committed experiment: ``func(size) -> dict`` of JSON data, written to
-    ``attnclust/book/results/<name>.json``; ``sources`` are the files whose change makes the file stale."""
+    ``attnclust/book/results/<name>.json``; ``sources`` are the files whose change makes the file
+    stale: its own module, the default setting (``attnclust/setting.py``: a changed default
+    makes every results file stale) and those it names."""
 
     name: str
     func: Callable
@@ -38,19 +40,22 @@ class Committed:
     description: str
 
 
+SETTING = "attnclust/setting.py"
+"""The default setting's module: a source of every committed experiment."""
+
 COMMITTED: dict[str, Committed] = {}
 
 
 def committed(name: str, *, sources: tuple[str, ...], description: str = ""):
     """Decorator: register ``func(size="full") -> dict`` as the committed experiment ``name``
-    (its own module is always among its sources)."""
+    (its own module and ``attnclust/setting.py`` are always among its sources)."""
 
     def wrap(func):
         from attnclust.book.results import SOURCE_ROOT
 
         own = Path(inspect.getsourcefile(func)).resolve()
         module = (own.relative_to(SOURCE_ROOT).as_posix(),) if own.is_relative_to(SOURCE_ROOT / "attnclust") else ()
-        srcs = tuple(dict.fromkeys((*module, *sources)))
+        srcs = tuple(dict.fromkeys((*module, SETTING, *sources)))
         COMMITTED[name] = Committed(name, func, srcs, description or (func.__doc__ or "").strip().split("\n")[0])
         return func
 

@@ -27,7 +27,6 @@ import numpy as np
 
 import attnclust as ac
 
-from attnclust import _validate as v
 from attnclust import baselines, general_mixture, stationary, stats
 from attnclust.book import results
 from attnclust.limits import general_identity_limit

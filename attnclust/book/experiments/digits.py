@@ -24,7 +24,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attnclust import _validate as v
 from attnclust.book import benchmark
 from attnclust.attention import two_head_layer
 from attnclust.digits import sample_rows, split_digits
@@ -32,7 +31,7 @@ from attnclust.metrics import adjusted_rand, head_assignments
 from attnclust.train import fit_sampler
 from attnclust.book.experiments import committed
 from attnclust.setting import DEFAULT
-from attnclust.book import sizes
+from attnclust.book import sizes, sweeps
 
 __all__ = ["PAIRS", "TRAINED", "LAM", "digits_benchmark"]
 
@@ -45,12 +44,14 @@ TRAINED = "two-head layer, trained"
 LAM = DEFAULT.lam
 """The trained layer's temperature (the book's default)."""
 
+_SMALL, _TEST = sweeps.budget("small"), sweeps.budget("test")
 SIZES = {
-    # sized for the shared 2-core CPU (about half an hour there); an accelerator affords more
-    "full": dict(pair_ds=(5, 20), pair_n=16, pair_L=50, ten_ds=(2, 5, 20, 64), ten_n=32, ten_L=100,
-                 seeds=16, steps=400, batch=8, pairs=PAIRS),
-    "test": dict(pair_ds=(5,), pair_n=4, pair_L=50, ten_ds=(5,), ten_n=4, ten_L=100,
-                  seeds=2, steps=40, batch=4, pairs=PAIRS[:2]),
+    # sized for the shared 2-core CPU (about half an hour there); an accelerator affords more.
+    # The layer is trained at the book's small training budget (seeds, steps, batch).
+    "full": dict(pair_ds=(5, 20), pair_n=16, pair_L=DEFAULT.L, ten_ds=(2, 5, 20, 64), ten_n=32, ten_L=100,
+                 seeds=_SMALL.seeds, steps=_SMALL.steps, batch=_SMALL.batch, pairs=PAIRS),
+    "test": dict(pair_ds=(5,), pair_n=4, pair_L=DEFAULT.L, ten_ds=(5,), ten_n=4, ten_L=100,
+                 seeds=2, steps=_TEST.steps, batch=_TEST.batch, pairs=PAIRS[:2]),
 }
 
 
@@ -129,7 +130,8 @@ def _uncentred(key, pairs, d, n, L):
 
 
 @committed("digits-benchmark", sources=("attnclust/book/benchmark.py", "attnclust/temperature.py",
-                                        "attnclust/baselines.py", "attnclust/digits.py"),
+                                        "attnclust/baselines.py", "attnclust/digits.py",
+                                        "attnclust/book/sweeps.py"),
            description="Paired benchmark on scikit-learn's digits: all 45 pairs and the ten digits, several projection dimensions")
 def digits_benchmark(size: str = "full") -> dict:
     """The digits benchmark (module docstring): for every dimension of ``pair_ds`` the 45 pairs

@@ -18,7 +18,6 @@ import os
 import jax
 import numpy as np
 
-from attnclust import _validate as v
 from attnclust.book import benchmark
 from attnclust import symbolic, temperature
 from attnclust.book.experiments import committed

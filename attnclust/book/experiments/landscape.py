@@ -75,7 +75,7 @@ def _mixture(point: str):
     return orthogonal_mixture(K=s["K"], d=s["d"], r=s["r"], sigma=s["sigma"])
 
 
-def family_directions(point: str, d: int = 5) -> np.ndarray:
+def family_directions(point: str, d: int = DEFAULT.d) -> np.ndarray:
     """``(2, H, d)``: the two directions of the symmetric family of ``point``.
 
     "split": ``(theta_1, theta_2) = (a u_+, b u_-)`` with ``u_+- = (e_1 +- e_2) / sqrt 2``, so

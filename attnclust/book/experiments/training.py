@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import jax
 import numpy as np
 
 from attnclust import _validate as v
@@ -32,7 +31,7 @@ from attnclust.book import results, sweeps
 from attnclust import stationary, stats
 from attnclust.metrics import alignment
 from attnclust.setting import DEFAULT
-from attnclust.mixture import orthogonal_mixture, sample
+from attnclust.mixture import orthogonal_mixture
 from attnclust.train import INITS, FitResult
 from attnclust.book.experiments import committed
 
@@ -306,7 +305,7 @@ def separability_values(size: str = "small") -> tuple[float, ...]:
 
 def separability(size: str = "small") -> dict[float, Runs]:
     """r / sigma -> runs (r = 2, lam = 1, d = 5, small start)."""
-    return {s: _train(size, sigma=2.0 / s) for s in separability_values(size)}
+    return {s: _train(size, sigma=DEFAULT.r / s) for s in separability_values(size)}
 
 
 def dimension_values(size: str = "small") -> tuple[int, ...]:
@@ -425,7 +424,7 @@ def tilt(size: str = "small") -> Tilt:
     res = sweeps.run_seeds(size, lam=lams, init="near")
     cos = alignment(sweeps.tail_average(res), orthogonal_mixture().centroids)
     lam_arr = np.asarray(lams)
-    return Tilt(lam_arr, cos, LAMS_TILT, np.array([tilted_cos(lam, 2.0, 0.5) for lam in LAMS_TILT]),
+    return Tilt(lam_arr, cos, LAMS_TILT, np.array([tilted_cos(lam, DEFAULT.r, DEFAULT.sigma) for lam in LAMS_TILT]),
                 np.array([np.median(cos[lam_arr == lam]) for lam in LAMS_TILT]))
 
 
@@ -448,7 +447,7 @@ def long_budget(size: str = "full") -> dict:
     inits = init_regimes(budget)
     k3 = k_heads(budget)
     pts = k3_points()
-    X, split_L = check_sample("split", 50, tokens=50_000 if size == "full" else 800, s=20_000)
+    X, split_L = check_sample("split", DEFAULT.L, tokens=50_000 if size == "full" else 800, s=20_000)
     return {"budget": budget, "inits": {k: r.as_data() for k, r in inits.items()},
             "stall": stalls(inits, X, split_L).as_data(),
             "k3": k3.as_data(),

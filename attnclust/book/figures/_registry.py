@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Callable
 
-from attnclust import _validate as v
 from attnclust.book import sizes
 from attnclust._public import import_submodules
 

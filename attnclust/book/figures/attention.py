@@ -14,7 +14,6 @@ limit, prop-head-limit).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import jax
@@ -58,7 +57,7 @@ def preface_heads(size: str = "small") -> np.ndarray:
     return np.asarray(res.theta)
 
 
-def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = 1.0, seed: int = 0) -> dict:
+def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = DEFAULT.lam, seed: int = 0) -> dict:
     """One 2-D prompt (K = 2, d = 2, r = 2, sigma = 0.5) through both layers.
 
     Returns a dict with ``X`` (L, 2) tokens, ``labels`` (L,), ``centroids`` (2, 2),
@@ -314,22 +313,14 @@ def head_limit_error(
     return dict(L=Ls, rmse=rmse, sem=sem, slope=float(slope), intercept=float(intercept))
 
 
-@functools.lru_cache(maxsize=None)
-def _default_heads() -> tuple[tuple[float, ...], ...]:
-    from attnclust.symbolic import tilted_minimiser
-
-    tm = tilted_minimiser(lam=DEFAULT.lam, r=DEFAULT.r, sigma=DEFAULT.sigma, d=DEFAULT.d)
-    return ((tm.c, tm.eps, 0.0, 0.0, 0.0), (tm.eps, tm.c, 0.0, 0.0, 0.0))
-
-
 def default_heads() -> np.ndarray:
-    """The heads (2, 5) used to illustrate the large-L limit: the large-L minimiser of the
-    default setting (K = 2, d = 5, r = 2, sigma = 0.5, lambda = 1), theta_1 = c e_1 + eps e_2,
+    """The heads (2, d) used to illustrate the large-L limit: the large-L minimiser of the
+    default setting (``attnclust.DEFAULT``), theta_1 = c e_1 + eps e_2,
     theta_2 = eps e_1 + c e_2 (``attnclust.symbolic.tilted_minimiser``)."""
     from attnclust.symbolic import tilted_minimiser
 
     tm = tilted_minimiser(lam=DEFAULT.lam, r=DEFAULT.r, sigma=DEFAULT.sigma, d=DEFAULT.d)
-    theta = np.zeros((2, 5))
+    theta = np.zeros((2, DEFAULT.d))
     theta[0, :2] = tm.c, tm.eps
     theta[1, :2] = tm.eps, tm.c
     return theta
@@ -364,5 +355,5 @@ def head_large_L(size: str = "small") -> matplotlib.figure.Figure:
     """The two-head layer's finite-L output approaching its large-L limit as L grows."""
     Ls = LS_SMALL if size == "small" else LS_FULL
     mix = orthogonal_mixture(**DEFAULT.mixture_args())
-    err = head_limit_error(jax.random.PRNGKey(0), default_heads(), mix, 1.0, Ls)
+    err = head_limit_error(jax.random.PRNGKey(0), default_heads(), mix, DEFAULT.lam, Ls)
     return plot_head_limit_error(err)

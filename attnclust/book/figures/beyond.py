@@ -14,7 +14,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnclust.book.experiments import beyond as ex
-from attnclust.book.experiments.beyond import D, L, LAM, LAM_ID, STACK_DEPTH, STACK_LS, SIZES, settings, span_coverage
 from attnclust.book.figures._registry import register
 
 

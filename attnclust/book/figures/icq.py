@@ -23,7 +23,6 @@ import numpy as np
 
 import attnclust as ac
 
-from attnclust import _validate as v
 from attnclust import baselines
 from attnclust.book import benchmark as B
 from attnclust import symbolic, temperature

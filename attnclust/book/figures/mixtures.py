@@ -86,11 +86,11 @@ SEPARATIONS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
 def baseline_scores(
     separations: Sequence[float] = SEPARATIONS,
-    K: int = 2,
-    d: int = 5,
-    sigma: float = 0.5,
+    K: int = DEFAULT.K,
+    d: int = DEFAULT.d,
+    sigma: float = DEFAULT.sigma,
     n_prompts: int = 16,
-    L: int = 50,
+    L: int = DEFAULT.L,
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """k-means and EM on in-context prompts, as the separation grows.

@@ -13,21 +13,17 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from attnclust.book import repository_root
 from attnclust.book.perf import GOALS, validate
 from attnclust.book.figures._registry import register
 
-_BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
-
 
 def load_results(size: str = "small", path: str | Path | None = None) -> dict:
-    """The validated results of the last benchmark run (see ``attnclust.book.perf``)."""
+    """The validated results of the last benchmark run (see ``attnclust.book.perf``):
+    ``benchmarks/results.json`` of the book's repository (``attnclust.book.repository_root``)
+    unless ``path`` is given."""
     if path is None:
-        path = _BENCH / "results.json"
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"the benchmark results {path} are not here: the performance figures read "
-                "benchmarks/results.json of a repository checkout (written by `make bench`); "
-                "run from a checkout or pass path=")
+        path = repository_root("the benchmark results (benchmarks/results.json, written by make bench)") / "benchmarks" / "results.json"
     results = json.loads(Path(path).read_text())
     validate(results)
     return results

@@ -18,7 +18,6 @@ from jaxtyping import PRNGKeyArray
 from scipy import optimize
 
 from attnclust import symbolic
-from attnclust import _validate as v
 from attnclust.attention import identity_attend, identity_attention
 from attnclust.limits import identity_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample

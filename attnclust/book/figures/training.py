@@ -33,6 +33,7 @@ from attnclust.book.experiments import landscape as ls
 from attnclust.book.experiments import training as tr
 from attnclust.train import INITS
 from attnclust.book.widgets.training import DEFAULTS, draw_training
+from attnclust.setting import DEFAULT
 from attnclust.book.figures._registry import register
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
@@ -54,7 +55,7 @@ def training_inits(size: str = "small") -> matplotlib.figure.Figure:
     """Worst head's ``|cos|`` against the step for the four initialisations (mean, 10-90%
     band, thin lines: single seeds)."""
     runs = tr.init_regimes(size)
-    ref = tr.tilted_cos(1.0, 2.0, 0.5)
+    ref = tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.sigma)
     fig = matplotlib.figure.Figure(figsize=(10, 6.2), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True, sharey=True).ravel()
     for ax, init, colour in zip(axes, INITS, COLOURS):
@@ -176,14 +177,14 @@ def _sweep_figure(runs: dict, label: str, refs: dict) -> matplotlib.figure.Figur
 def training_separability(size: str = "small") -> matplotlib.figure.Figure:
     """Training curves and final ``|cos|`` for several r / sigma (r = 2, lam = 1, small init)."""
     runs = tr.separability(size)
-    return _sweep_figure(runs, "r / σ", {s: tr.tilted_cos(1.0, 2.0, 2.0 / s) for s in runs})
+    return _sweep_figure(runs, "r / σ", {s: tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.r / s) for s in runs})
 
 
 @register("training-dimension", chapter="training_dynamics")
 def training_dimension(size: str = "small") -> matplotlib.figure.Figure:
     """Training curves and final ``|cos|`` for several d (learning rate lr * sqrt(5 / d))."""
     runs = tr.dimension(size)
-    ref = tr.tilted_cos(1.0, 2.0, 0.5)
+    ref = tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.sigma)
     return _sweep_figure(runs, "d", {d: ref for d in runs})
 
 
@@ -266,7 +267,7 @@ def training_tilt(size: str = "small") -> matplotlib.figure.Figure:
         c = r.cos[r.codes == sweeps.ALIGNED].ravel()
         ax_s.scatter(np.full(c.size, s), c, s=12, color="tab:blue", alpha=0.6,
                      label="trained, small init, aligned runs" if k == 0 else None)
-    ax_s.plot(seps, [tr.tilted_cos(1.0, 2.0, 2.0 / s) for s in seps], "k-o", ms=4, lw=1,
+    ax_s.plot(seps, [tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.r / s) for s in seps], "k-o", ms=4, lw=1,
               label="large-L tilted minimiser")
     ax_s.set_xlabel("r / σ  (r = 2)")
     ax_s.set_title("λ = 1", fontsize=9)

@@ -130,7 +130,8 @@ def _data(lam, r_over_sigma, K, L, seed, prompt) -> dict:
 
 
 def quantization_data(
-    lam: float = 1.0, r_over_sigma: float = 4.0, K: int = 2, L: int = 100, seed: int = 0
+    lam: float = DEFAULTS["lam"], r_over_sigma: float = DEFAULTS["r_over_sigma"], K: int = DEFAULTS["K"],
+    L: int = DEFAULTS["L"], seed: int = DEFAULTS["seed"],
 ) -> dict:
     """The numbers behind ``draw_quantization``: one in-context prompt (K orthogonal
     centroids of norm 2 in d = max(K, 2), sigma = 2 / r_over_sigma): the first L tokens
@@ -186,7 +187,8 @@ None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
 
 
 def draw_quantization(
-    lam: float = 1.0, r_over_sigma: float = 4.0, K: int = 2, L: int = 100, seed: int = 0
+    lam: float = DEFAULTS["lam"], r_over_sigma: float = DEFAULTS["r_over_sigma"], K: int = DEFAULTS["K"],
+    L: int = DEFAULTS["L"], seed: int = DEFAULTS["seed"],
 ) -> plt.Figure:
     """Draw the explorer's figure for one set of slider values (the widget's callback).
 
