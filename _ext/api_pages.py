@@ -19,6 +19,15 @@ so that no module or name can be left off:
   documented (on api.md, on the page of a shorter package, or by a package that re-exports
   its module's names, as ``attnclust.symbolic`` does) is not documented again.
 
+Why an extension, not sphinx-autoapi or ``autosummary :recursive:``: both document a module
+tree by the files they find, with one page (or one stub) a module, and neither knows the
+book's rule for what is public (``attnclust._public``: ``__all__``, and the top level's
+re-exports documented once under the name the chapters use, ``ac.<name>``), nor spreads one
+package over several pages by the longest-package rule above without documenting a name
+twice; autoapi also parses the source instead of importing it, so the jaxtyping annotations
+that ``api_types`` rewrites would not be the ones it shows. What is left to Sphinx is its own
+``automodule``/``autofunction``, which this extension only writes out.
+
 The course grader (``attnclust.assignments``) has its own documentation (its command line)
 and is not on these pages. :func:`expand` is the whole transformation (plain text to plain
 text), so the tests check the pages without building the book.

@@ -20,14 +20,13 @@ whose path holds a space works), and a user's own value of each variable is kept
   the library cannot be served a stale program. Every program is cached, however small or
   quick to compile, and the cache has no size limit (JAX's default): with one, JAX takes a
   file lock and, before every write, reads the last-use file of every entry to choose what
-  to evict, which cost about 65 ms a write at 2700 entries (a cold ``make unit`` writes that
-  many). ``make clean`` removes it; ``JAX_COMPILATION_CACHE_DIR=`` (empty) runs without it.
+  to evict, a cost that grows with the thousands of entries a cold ``make unit`` writes.
+  ``make clean`` removes it; ``JAX_COMPILATION_CACHE_DIR=`` (empty) runs without it.
 - With ``fast_compile`` (the tests, ``make book``, ``make bench-book``), XLA compiles with
   LLVM's optimisation level 1 instead of its default 2: on a 2-core CPU, compiling is most
-  of a test's or a chapter's time, and level 1 compiled the training explorer's d = 10,
-  L = 100 program in 10.1 s against 30.6 s, for a run 1.6 times slower (1.13 against
-  0.71 s), with the same numbers (a training run and a population risk were bitwise equal
-  at both levels). ``make bench`` (the library's speed) and ``make lab`` keep XLA's default.
+  of a test's or a chapter's time, and level 1 compiles several times faster for programs
+  that run somewhat slower, with the same numbers up to float32 rounding
+  (``tests/test_experiments_training.py`` runs the K = 3 minimiser search at both levels). ``make bench`` (the library's speed) and ``make lab`` keep XLA's default.
   An ``XLA_FLAGS`` that already names ``--xla_backend_optimization_level`` is left as it is
   (to test at another level).
 

@@ -17,7 +17,7 @@ The chapters' MyST sources (``chapters/*.md``) are the only source of truth
 read in :mod:`.submissions`, graded in :mod:`.grading` and kept on disk, as they are graded,
 in :mod:`.gradebook`.
 
-Why not otter-grader or nbgrader (both looked at, November 2026): ``otter grade`` (7.0) grades
+Why not otter-grader or nbgrader: ``otter grade`` (7.0) grades
 a folder only in Docker containers, and its local path ``otter run`` grades one submission
 with no execution time limit (a looping notebook hangs it) and needs its own assignment
 format (raw-cell question blocks, test files). ``nbgrader autograde`` runs locally with per-cell

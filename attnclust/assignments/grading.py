@@ -250,8 +250,8 @@ def unanswered(nb: nbformat.NotebookNode, material: dict) -> set[str]:
 def _assigns(source: str, var: str) -> bool:
     """Whether a line of ``source`` starts (after spaces) with ``var =`` (or ``var :=``,
     ``+=`` ...). Line by line, in time linear in the source: a regular expression
-    ``^\\s*var`` over a student's cell of 330,000 newlines backtracks quadratically (about
-    100 s in the grader, which made another student's notebook miss its time limit)."""
+    ``^\\s*var`` over the whole cell backtracks quadratically in its number of lines, which
+    a student's cell could use to spend the grader's time."""
     for line in source.splitlines():
         rest = line.lstrip(" \t")
         if rest.startswith(var):
