@@ -1,5 +1,7 @@
 """The chapters' Markdown parses as the book's MyST parser reads it, without broken math; the
-theory chapters' figure captions and alt texts hold no setting value typed by hand.
+theory chapters' figure captions and alt texts hold no number typed by hand, and no chapter
+with exercises (the Theory and Experiments parts of ``_toc.yml``) types a setting in a caption
+or a count or setting in a claim's sentence.
 
 A source line that starts with ``+ ``, ``- `` or ``* `` inside a paragraph opens a bullet list
 in MyST; when that line is the middle of a ``$...$`` span, the span is cut in two and the HTML
@@ -79,7 +81,16 @@ def test_no_math_span_is_broken(chapter):
     )
 
 
-THEORY = ("mixtures", "attention", "population_risk", "quantization")
+def _part(caption: str) -> list[str]:
+    """The chapter stems of the part ``caption`` of ``_toc.yml``, in book order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [Path(c["file"]).name for part in toc["parts"] if part.get("caption") == caption
+            for c in part["chapters"]]
+
+
+THEORY = _part("Theory")
+COURSE = _part("Theory") + _part("Experiments")
+"""The theory chapters; every chapter with exercises and claims (theory and experiments)."""
 FIGURE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n---\n(.*?)\n---\n", re.S | re.M)
 ROLE = re.compile(r"\{[\w:-]+\}`[^`]*`")
 MATH = re.compile(r"\$([^$]+)\$")
@@ -190,14 +201,6 @@ def test_detects_a_typed_count_in_a_claim_fstring():
         assert typed_claim_numbers(cell(body)), body
 
 
-@pytest.mark.parametrize("chapter", THEORY)
-def test_theory_claims_type_no_count(chapter):
-    typed = typed_claim_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
-    assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
-        f"{chapter}.md {name}: {m!r}" for name, m in typed
-    )
-
-
 TYPED_PARAMETER = re.compile(r"(?<![\w/])(?:lambda|λ|sigma|σ|[LdrK]|seeds?|steps?)\s*=\s*-?\d", re.I)
 
 
@@ -224,16 +227,16 @@ def test_detects_a_typed_parameter_in_a_caption():
         assert [k for _, k, _ in typed_settings(_figure("Curves.", caption))] == ["caption"], caption
 
 
-@pytest.mark.parametrize("chapter", ["training_dynamics"])
-def test_experiment_captions_type_no_setting(chapter):
+@pytest.mark.parametrize("chapter", COURSE)
+def test_captions_type_no_setting(chapter):
     typed = typed_settings((ROOT / "chapters" / f"{chapter}.md").read_text())
     assert not typed, "a setting typed by hand (glue it, or name the setting in words): " + "; ".join(
         f"{chapter}.md:{line} {kind}: {text[:90]!r}" for line, kind, text in typed
     )
 
 
-@pytest.mark.parametrize("chapter", ["training_dynamics"])
-def test_experiment_claims_type_no_count(chapter):
+@pytest.mark.parametrize("chapter", COURSE)
+def test_claims_type_no_count(chapter):
     typed = typed_claim_numbers((ROOT / "chapters" / f"{chapter}.md").read_text())
     assert not typed, "a number typed by hand in a claim (use the cell's variable): " + "; ".join(
         f"{chapter}.md {name}: {m!r}" for name, m in typed
