@@ -15,6 +15,7 @@ interpreter, not bubblewrap.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -172,3 +173,31 @@ def test_a_folder_others_may_not_pass_is_found(tmp_path):
     link.symlink_to(exe)
     (top / "a" / "bin").chmod(0o700)  # the link's target is out of reach
     assert sandbox._denied(link, [top]) == top / "a" / "bin"
+
+
+@pytest.mark.integration
+def test_each_sandbox_gets_its_own_cpu_share():
+    """Each sandbox (every submission's, and the checker's) runs in a CPU cgroup of its own,
+    so the scheduler shares the processors equally between sandboxes; without it each
+    session (``setsid``) is a scheduling group of its own, and a submission that starts
+    hundreds of sessions starves the others past their time limits. The sandbox's processes
+    are in its cgroup from the start (bubblewrap itself is), and the cgroups go with it."""
+    own = sandbox._own_cgroup("cpu")
+    if own is None or own[1] != 1 or os.geteuid() != 0:
+        pytest.skip("needs root and cgroup v1's cpu hierarchy (on cgroup v2 the memory "
+                    "cgroup carries the cpu controller where it is delegated)")
+    code = "import sys, time; print('up', flush=True); time.sleep(60)"
+    procs = [sandbox.start([sys.executable, "-c", code]) for _ in range(2)]
+    folders = [proc.attnclust_cpu_cgroup for proc in procs]
+    try:
+        for proc, folder in zip(procs, folders):
+            assert proc.stdout.readline().strip() == b"up"
+            members = {int(pid) for pid in (folder / "cgroup.procs").read_text().split()}
+            assert proc.pid in members and len(members) >= 2  # bubblewrap and the program
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.communicate(timeout=60)
+            sandbox.release(proc)
+    assert folders[0] != folders[1] and all("attnclust-sandbox-" in f.name for f in folders)
+    assert not any(f.exists() for f in folders)

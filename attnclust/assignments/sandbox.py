@@ -25,7 +25,12 @@ The grader runs every submitted notebook, and the checks, in a sandbox made by
   process, ``/tmp``, ``/dev/shm`` and ``memfd`` pages included, which no per-process limit
   counts. bubblewrap is started by a shell that first moves itself into the cgroup, so that
   nothing of the sandbox ever runs outside it. Where none can be made, only each process's
-  address space is limited (:func:`memory_cgroups` says why).
+  address space is limited (:func:`memory_cgroups` says why);
+* a CPU cgroup of its own beside it, where the grader may make one: the kernel's scheduler
+  then shares the processors equally between the sandboxes (and the checker's), however many
+  processes or sessions one of them starts. Without it, the scheduler's autogroups give each
+  session (``setsid``) an equal share, so a submission that starts hundreds of sessions takes
+  nearly all the processors and another submission runs past its time limit.
 
 The Python environment is shown at its own path wherever it lives (a virtual environment
 keeps absolute paths in its scripts and configuration, so it cannot be moved), ``/tmp`` and
@@ -134,16 +139,17 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 """Where Linux mounts the control groups."""
 
 
-def _own_memory_cgroup() -> tuple[Path, int] | None:
-    """The folder of this process's memory cgroup and the cgroup version (1 or 2)."""
+def _own_cgroup(controller: str = "memory") -> tuple[Path, int] | None:
+    """The folder of this process's cgroup of ``controller`` ("memory" or "cpu") and the
+    cgroup version (1 or 2)."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return CGROUP_ROOT / "memory" / path.lstrip("/"), 1
+        if controller in controllers.split(","):
+            return CGROUP_ROOT / controllers / path.lstrip("/"), 1
     if (CGROUP_ROOT / "cgroup.controllers").is_file():
         path = next((ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")), None)
         if path is not None:
@@ -157,7 +163,7 @@ def _make_cgroup(limit_bytes: int) -> Path:
     Raises:
         OSError: none can be made here (the message says why).
     """
-    own = _own_memory_cgroup()
+    own = _own_cgroup("memory")
     if own is None:
         raise OSError("this kernel has no memory cgroup for the grader's process")
     parent, version = own
@@ -179,6 +185,31 @@ def _make_cgroup(limit_bytes: int) -> Path:
         folder.rmdir()
         raise
     return folder
+
+
+def _make_cpu_cgroup() -> Path | None:
+    """A new CPU cgroup below this process's (cgroup v1's ``cpu`` hierarchy, or the same
+    folder as the memory cgroup on v2, where the controller is enabled), with the default
+    weight: sibling sandboxes get equal shares of the processors. ``None`` where none can be
+    made."""
+    own = _own_cgroup("cpu")
+    if own is None or own[1] != 1:
+        return None
+    folder = own[0] / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
+    try:
+        folder.mkdir()
+    except OSError:
+        return None
+    return folder
+
+
+def _enable_cpu_v2(memory_folder: Path) -> bool:
+    """On cgroup v2, whether the CPU controller is on for the sandbox's own cgroup (it is
+    when its parent delegates it)."""
+    try:
+        return "cpu" in (memory_folder.parent / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return False
 
 
 _CGROUP_COUNT = itertools.count()
@@ -212,20 +243,21 @@ def out_of_memory(proc: subprocess.Popen) -> bool:
 
 
 def release(proc: subprocess.Popen) -> None:
-    """Remove the memory cgroup of ``proc``'s sandbox once it has ended (a no-op without
-    one); call it after ``proc.wait()``."""
-    folder = getattr(proc, "attnclust_cgroup", None)
-    if folder is None:
-        return
-    for _ in range(50):  # the kernel empties it as the sandbox's last processes exit
-        try:
-            folder.rmdir()
-            break
-        except FileNotFoundError:
-            break
-        except OSError:
-            time.sleep(0.1)
-    proc.attnclust_cgroup = None
+    """Remove the cgroups of ``proc``'s sandbox once it has ended (a no-op without them);
+    call it after ``proc.wait()``."""
+    for attr in ("attnclust_cgroup", "attnclust_cpu_cgroup"):
+        folder = getattr(proc, attr, None)
+        if folder is None:
+            continue
+        for _ in range(50):  # the kernel empties it as the sandbox's last processes exit
+            try:
+                folder.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
+        setattr(proc, attr, None)
 
 
 def _package_dir() -> Path:
@@ -394,27 +426,32 @@ def start(argv: list[str], *, limits: Limits = Limits(), hidden: Sequence[str | 
         block_r, block_w = os.pipe()
         pass_fds = (info_w, block_r)
     args = _bwrap_args(env_paths, limits, root, info_w, block_r) + list(argv)
-    cgroup = None
+    cgroup = cpu = None
     if memory_cgroups() is None:
         try:
             cgroup = _make_cgroup(limits.memory_bytes)
         except OSError:
             cgroup = None
-    if cgroup is not None:  # the shell joins the cgroup, then becomes bubblewrap
-        args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(cgroup),
-                *args]
+    if cgroup is None or not _enable_cpu_v2(cgroup):  # v2 with cpu delegated: the same folder
+        cpu = _make_cpu_cgroup()
+    joined = [g for g in (cgroup, cpu) if g is not None]
+    if joined:  # the shell joins the cgroups, then becomes bubblewrap
+        args = ["/bin/sh", "-c", 'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" '
+                '|| exit 125; shift; n=$((n - 1)); done; exec "$@"', str(len(joined)),
+                *map(str, joined), *args]
     try:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=stderr, pass_fds=pass_fds)
     except BaseException:
-        if cgroup is not None:
-            cgroup.rmdir()
+        for g in joined:
+            g.rmdir()
         raise
     finally:
         for fd in (info_w, block_r):
             if fd is not None:
                 os.close(fd)
     proc.attnclust_cgroup = cgroup
+    proc.attnclust_cpu_cgroup = cpu
     if root:
         try:
             _write_id_maps(info_r, block_w)
