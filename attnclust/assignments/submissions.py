@@ -16,6 +16,7 @@ import json
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,8 +34,27 @@ NAMING_RULE = ("name each submission <student>__{chapter}.ipynb (two underscores
                "<student>.ipynb, or <student>/{chapter}.ipynb")
 """The naming rule, printed with every warning about a name (``{chapter}`` filled in)."""
 
-_COPY_SUFFIX = re.compile(r"\s*\(\d+\)$")
-"""What a browser appends to a second download of the same name: `` (1)``."""
+_COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|\s*-?\s*\(?copy\)?(?:\s*\(?\d+\)?)?)$", re.I)
+"""What a browser or a file manager appends to a second copy of the same name: `` (1)``,
+`` - Copy``, `` copy 2``, `` (copy)``."""
+
+
+def _near(name: str, chapter: str) -> bool:
+    """Whether ``name`` (a file name without ``.ipynb``) is ``chapter`` but for case, spaces
+    around it or a copy's suffix."""
+    return _COPY_SUFFIX.sub("", name.strip()).strip().casefold() == chapter.casefold()
+
+
+def _student_name(text: str) -> str:
+    """A student's name as the rows show it: in Unicode's composed form (NFC), so that the
+    same name typed with a combining accent (e + U+0301) and with the accented letter (é) is
+    one student."""
+    return unicodedata.normalize("NFC", text)
+
+
+def _scripts(name: str) -> set[str]:
+    """The writing systems of the letters of ``name`` (LATIN, CYRILLIC, GREEK...)."""
+    return {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
 
 
 class GradingError(ValueError):
@@ -95,12 +115,19 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
 
     Accepted layouts (mixed freely):
 
-    * ``folder/<student>__<chapter>.ipynb`` (two underscores); a chapter name that differs
-      only in case or by a browser's `` (1)`` is taken too, with a warning, unless the
-      student also has a file named exactly; files named after another chapter are ignored,
-      with a warning that lists them;
+    * ``folder/<student>__<chapter>.ipynb`` (two underscores; the chapter is what follows the
+      last two, so a student's name may hold them); a chapter name that differs only in case,
+      by spaces or by a copy's suffix (a browser's `` (1)``, a file manager's `` - Copy``) is
+      taken too, with a warning, unless the student also has a file named exactly; files
+      named after another chapter are ignored, with a warning that lists them;
     * ``folder/<student>.ipynb``;
-    * ``folder/<student>/<chapter>.ipynb``, or a folder with exactly one notebook in it.
+    * ``folder/<student>/<chapter>.ipynb``, a folder with exactly one notebook in it, or the
+      newest of its copies of ``<chapter>.ipynb`` (near-misses as above, with a warning).
+
+    Students' names are compared in Unicode's composed form (NFC): the same name typed with
+    a combining accent and with the accented letter is one student. A name that mixes
+    writing systems (a Cyrillic letter among Latin ones) is graded with a warning, since it
+    can pass for another student's.
 
     Hidden files and folders (``.ipynb_checkpoints``) are ignored without a word; every other
     file that is not graded gets a warning. A symbolic link, or a file with other names (a
@@ -133,7 +160,7 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
             _discover_folder(p, chapter, shown, found, refused, out.warnings, rule)
             continue
         if p.is_symlink() and p.is_dir():  # a linked student folder
-            refused.setdefault(file_name(name), []).append((p, _LINK))
+            refused.setdefault(_student_name(file_name(name)), []).append((p, _LINK))
             continue
         if not _is_notebook(name) or not (p.is_file() or p.is_symlink()):
             out.warnings.append(f"{shown(p)}: ignored, not a notebook (.ipynb); {rule}")
@@ -165,6 +192,11 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
     if other_chapters:
         out.warnings.append(f"ignored, named after other chapters than {chapter!r}: "
                             + ", ".join(other_chapters))
+    for student in sorted({*found, *refused}):
+        if len(_scripts(student)) > 1:
+            out.warnings.append(f"{printable(student)}: a name that mixes writing systems ("
+                                + ", ".join(sorted(_scripts(student))).lower() + "), which can "
+                                "look like another student's; graded under it")
     entries = {s: [p for p in found.get(s, [])] + [p for p, _ in refused.get(s, [])]
                for s in {*found, *refused}}
     duplicates = {s: ps for s, ps in entries.items() if len(ps) > 1}
@@ -182,23 +214,33 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
 
 def _student_of(stem: str, chapter: str) -> tuple[str, bool] | None:
     """``(student, named exactly)`` for a notebook's file name without ``.ipynb``, or None
-    when it is named after another chapter."""
-    student, sep, chap = stem.partition("__")
-    if not sep or chap == chapter:
-        return (stem if not sep else student), True
-    if _COPY_SUFFIX.sub("", chap).casefold() == chapter.casefold():
-        return student, False
+    when it is named after another chapter. The chapter is what follows the last ``__`` (a
+    student's name may hold ``__`` itself); a name that is the chapter's but for case, spaces
+    or a copy's suffix is a near-miss (graded, with a warning)."""
+    student, sep, chap = stem.rpartition("__")
+    if not sep:
+        return _student_name(stem.strip()), stem == stem.strip()
+    if chap == chapter:
+        return _student_name(student), True
+    if _near(chap, chapter):
+        return _student_name(student), False
     return None
 
 
 def _discover_folder(p: Path, chapter: str, shown, found: dict, refused: dict,
                      warnings: list, rule: str) -> None:
     """A student's folder ``p``: its notebook named after ``chapter``, or its only one."""
-    student = file_name(p.name)
+    student = _student_name(file_name(p.name))
     entries = [q for q in sorted(p.iterdir()) if not q.name.startswith(".")]
     nbs = [q for q in entries if _is_notebook(q.name)]
     exact = [q for q in nbs if q.name == f"{chapter}.ipynb"]
-    pick = exact or (nbs if len(nbs) == 1 else [])
+    near = sorted((q for q in nbs if q not in exact and _near(q.name[:-len(".ipynb")], chapter)),
+                  key=lambda q: q.lstat().st_mtime, reverse=True)
+    pick = exact or (nbs if len(nbs) == 1 else near[:1])
+    if not exact and len(nbs) > 1 and near:  # copies of the chapter's notebook: the newest
+        warnings.extend(f"{shown(q)}: ignored, {shown(pick[0])} is newer" for q in nbs if q != pick[0])
+        warnings.append(f"{shown(pick[0])}: graded as {printable(student)}'s submission although "
+                        f"its name breaks the rule; {rule}")
     if not pick:
         what = "no notebook" if not nbs else f"{len(nbs)} notebooks and none named " \
                                                f"{chapter}.ipynb"
