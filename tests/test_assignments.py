@@ -60,7 +60,7 @@ from attnclust.assignments.__main__ import main as cli
 from attnclust.assignments.answers import AnswerError, check_kind, decode
 from attnclust.assignments import grading
 from attnclust.assignments.grading import unanswered
-from attnclust.assignments.source import MYST_HEADER
+from attnclust.assignments.source import MYST_HEADER, check_header
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -353,24 +353,43 @@ def test_malformed_material_is_refused(chapter, change, why):
 
 # ---- preparing submissions ----------------------------------------------------------------
 
-def _exports(nb) -> list[tuple[str, int]]:
+def _exports(nb, final: bool = False) -> list[tuple[str, int]]:
+    """The exports of a prepared notebook: where its checks are, or (``final``) the second
+    ones at its end."""
     return [(c.metadata["attnclust"]["export"]["label"],
              c.metadata["attnclust"]["export"]["occurrence"])
-            for c in nb.cells if "export" in c.metadata.get("attnclust", {})]
+            for c in nb.cells if "export" in c.metadata.get("attnclust", {})
+            and c.metadata["attnclust"]["export"].get("final", False) == final]
 
 
 def test_checks_become_exports_whatever_the_student_did(chapter):
+    """Each check of the chapter is exported once, where its check cell is or at the end; a
+    check cell left as the edition wrote it does not run in the kernel, one the student
+    changed runs as the student's code before its export (nothing the student wrote is
+    dropped), and a cell that lost its header is an ordinary cell."""
     material = autograder_material(chapter)
+    for hidden in (False, True):
+        nb = student_notebook(chapter, hidden_checks=hidden)
+        prepared = prepare_submission(nb, material)
+        assert _exports(prepared) == [("ex-toy-1", 0), ("ex-toy-2", 0), ("ex-toy-3", 0)]
+        assert not any(check_header(c.source) for c in prepared.cells), hidden  # none runs
     nb = _replace(student_notebook(chapter), "# check ex-toy-2",
-                  "# check ex-toy-2 points=1\npass")
+                  "# check ex-toy-2 points=1\nex_toy_2 = 3.0  # typed in the check cell")
     nb.cells = [c for c in nb.cells if not c.source.startswith("# check ex-toy-3")]
     nb.cells.append(nbformat.v4.new_code_cell("# check ex-toy-9 points=50\nassert True"))
     nb.cells.append(nbformat.v4.new_code_cell("# check ex-toy-1 points=2\nassert True"))
+    copied = nbformat.v4.new_code_cell("ex_toy_1 = sympy.diff(x**4, x)")
+    copied.metadata.update(tags=["check"], attnclust={"check": "ex-toy-1"})  # header gone
+    nb.cells.insert(1, copied)
     prepared = prepare_submission(nb, material)
     assert _exports(prepared) == [("ex-toy-1", 0), ("ex-toy-2", 0), ("ex-toy-3", 0)]
-    sources = _text(prepared)
-    assert "assert" not in sources.replace("def _attnclust", "")  # no check runs in the kernel
+    sources = [c.source for c in prepared.cells]
+    assert "ex_toy_1 = sympy.diff(x**4, x)" in sources
+    typed = sources.index("# check ex-toy-2 points=1\nex_toy_2 = 3.0  # typed in the check cell")
+    assert prepared.cells[typed + 1].metadata["attnclust"]["export"]["label"] == "ex-toy-2"
+    assert "# check ex-toy-9 points=50\nassert True" in sources  # the student's own cell
     assert "def _attnclust_export" in prepared.cells[0].source
+    assert _exports(prepared, final=True) == [("ex-toy-1", 0), ("ex-toy-2", 0), ("ex-toy-3", 0)]
     assert prepared.cells[-1].source == "_attnclust_export('ex-toy-3', 0, ['ex_toy_3'])"
 
 
@@ -597,6 +616,30 @@ def test_string_answers_only_for_interpretation_questions():
     for kind in ("derivation", "coding", ""):
         with pytest.raises(AnswerError, match="is a string"):
             check_kind(["x**2"], kind)
+        with pytest.raises(AnswerError, match="is a dict"):  # SymPy sympifies a dict's keys
+            check_kind([{"x**2": 1}], kind)
+
+
+def test_code_in_a_dict_key_never_runs_in_the_checker(tmp_path):
+    """An answer that is a dict whose key is Python code: SymPy converts a dict by sympifying
+    its keys, which evaluates them, so a check such as ``simplify(answer - 3*x**2)`` would run
+    the key in the trusted checker (where it could forge every student's results). The
+    answer is refused before the check runs, and the code never runs."""
+    from attnclust.assignments import _checker
+
+    canary = tmp_path / "ran"
+    key = f"__import__('pathlib').Path({str(canary)!r}).write_text('x')"
+    answer = {"t": "dict", "v": [[key, {"t": "int", "v": "1"}]]}
+    item = {"kind": "check", "label": "ex-toy-1", "occurrence": 0, "names": ["ex_toy_1"],
+            "exercise_kind": "derivation",
+            "source": "assert sympy.simplify(ex_toy_1 - 3 * x**2) == 0"}
+    namespace = {"sympy": sympy, "x": sympy.Symbol("x")}
+    result = _checker._run_check(item, namespace, json.dumps({"ex_toy_1": answer}), 10.0)
+    assert result["status"] == "refused" and "dict" in result["evalue"]
+    assert not canary.exists()
+    with pytest.raises(Exception):  # what the refusal prevents: SymPy runs the key
+        sympy.simplify({key: 1} - 3 * sympy.Symbol("x")**2)
+    assert canary.exists()
 
 
 # ---- paths, CSV, command-line errors -----------------------------------------------------

@@ -38,7 +38,9 @@ from attnclust.assignments import (
     student_notebook,
     write_csv,
 )
+from attnclust.assignments import sandbox
 from attnclust.assignments._checker import _bind
+from attnclust.assignments.gradebook import atomic_write
 from attnclust.assignments._text import csv_cell, file_name, printable, utf8
 from attnclust.assignments.answers import MAX_JSON_DEPTH, json_depth
 
@@ -102,6 +104,40 @@ def test_every_file_is_graded_or_named_in_a_warning(tmp_path):
     assert ".hidden" not in text and "checkpoints" not in text
     assert all("<student>__toy.ipynb" in w for w in found.warnings if "other chapters" not in w)
     assert len(found.warnings) == 7
+
+
+def test_messy_but_honest_names_are_graded(tmp_path):
+    """Names a course meets: a student's name holding two underscores, a file manager's
+    copy, a space before the extension, copies in a student's folder; each is graded (the
+    near-misses with a warning), none is dropped."""
+    for name in ["mary__jane__toy.ipynb", "bob__toy - Copy.ipynb", "gina__toy .ipynb",
+                 "hal__toy copy 2.ipynb", "dave/Toy.ipynb", "dave/Toy (1).ipynb"]:
+        _touch(tmp_path / name)
+    os.utime(tmp_path / "dave" / "Toy.ipynb", (1, 1))  # the older copy
+    found = discover_submissions(tmp_path, "toy")
+    assert sorted(found.notebooks) == ["bob", "dave", "gina", "hal", "mary__jane"]
+    assert found.notebooks["dave"].name == "Toy (1).ipynb"
+    text = "\n".join(found.warnings)
+    for name in ["bob__toy - Copy.ipynb", "gina__toy .ipynb", "hal__toy copy 2.ipynb",
+                 "dave/Toy (1).ipynb", "dave/Toy.ipynb"]:
+        assert name in text, name
+    assert "mary__jane__toy.ipynb" not in text  # named exactly
+
+
+def test_one_name_in_two_unicode_forms_is_one_student(tmp_path):
+    """"josé" with the accented letter (NFC) and with e + a combining accent (NFD) name one
+    student, so two files are the duplicate they are (not two students who print the same);
+    a name mixing writing systems (a Cyrillic a in "anna") is graded with a warning."""
+    _touch(tmp_path / "jos\u00e9__toy.ipynb")
+    _touch(tmp_path / "jose\u0301__toy.ipynb")
+    with pytest.raises(GradingError, match="more than one submission for the same student"):
+        discover_submissions(tmp_path, "toy")
+    (tmp_path / "jose\u0301__toy.ipynb").unlink()
+    _touch(tmp_path / "\u0430nna__toy.ipynb")
+    _touch(tmp_path / "anna__toy.ipynb")
+    found = discover_submissions(tmp_path, "toy")
+    assert sorted(found.notebooks) == ["anna", "jos\u00e9", "\u0430nna"]
+    assert any("\u0430nna" in w and "cyrillic" in w and "latin" in w for w in found.warnings)
 
 
 def test_names_are_one_printable_line(tmp_path):
@@ -216,6 +252,13 @@ print("lone \ud800 surrogate")
 raise ValueError("bad \udcff message")
 '''
 
+DICT_KEY = ('ex_toy_1 = {"__import__(\'pathlib\').Path(\'/tmp/attnclust-dict-key\').write_text('
+            '\'ran\') or x": 1}')
+"""An answer whose dict key is code: a check that computes ``ex_toy_1 - 4*x**3`` makes SymPy
+sympify the key, which would run it in the trusted checker."""
+SETUP_AGAIN = "import numpy as np\nimport sympy\nx = sympy.Symbol('x', positive=True)"
+"""The toy chapter's setup, run again after ``%reset -f`` cleared it."""
+
 # student (as the CSV names it) -> (file name, attack); the file name None: "<student>.ipynb"
 MESSY = {
     "ref": (None, Attack("ref", FULL, HONEST)),
@@ -237,6 +280,20 @@ MESSY = {
                                            what="a browser's second download")),
     "dina": ("dina__Toy.ipynb", Attack("capital", FULL, HONEST,
                                        what="the chapter capitalised")),
+    "dict_key": (None, Attack("dict_key", {"ex-toy-1": 0, "ex-toy-2": 1, "ex-toy-3": 1},
+                              {**HONEST, "ex_toy_1": DICT_KEY},
+                              what="code in a dict key, which SymPy would run in the checker")),
+    "resetter": (None, Attack("resetter", FULL, HONEST, pre=("%reset -f", SETUP_AGAIN),
+                              what="clears every name (%reset -f) and runs the setup again")),
+    "inline": (None, Attack("inline", FULL, {k: v for k, v in HONEST.items() if k != "ex_toy_2"},
+                            what="types ex_toy_2's answer in its check cell")),
+    "late": (None, Attack("late", FULL, post=("\n".join(HONEST.values()),),
+                          what="answers every exercise in one cell at the end")),
+    "mary__jane": ("mary__jane__toy.ipynb", Attack("underscores", FULL, HONEST,
+                                                  what="two underscores in the student's name")),
+    "bob": ("bob__toy - Copy.ipynb", Attack("file_copy", FULL, HONEST,
+                                           what="a file manager's copy")),
+    "l" * 240: (None, Attack("long_name", FULL, HONEST, what="a 246-byte file name")),
 }
 
 
@@ -262,6 +319,13 @@ def messy(tmp_path_factory):
             os.link(key, target)
         elif name == "copycat":
             os.symlink(subs / "victim.ipynb", target)
+        elif name == "inline":  # the answer typed under the check cell's header
+            nb = json.loads(_attack_notebook(student, attack))
+            cell = next(c for c in nb["cells"] if "".join(c["source"]).startswith("# check ex-toy-2"))
+            header, _, rest = "".join(cell["source"]).partition("\n")
+            cell["source"] = f"{header}\n{HONEST['ex_toy_2']}\n{rest}"
+            with open(target, "wb") as f:
+                f.write(json.dumps(nb).encode())
         else:
             with open(target, "wb") as f:
                 f.write(_attack_notebook(student, attack))
@@ -269,11 +333,12 @@ def messy(tmp_path_factory):
     proc = subprocess.run(
         [sys.executable, "-m", "attnclust.assignments", "--root", str(book), "grade",
          str(subs), "--chapter", "toy", "--out", str(out), "--timeout", "120",
-         "--cell-timeout", "20", "--check-timeout", "10", "--jobs", "2"],
+         "--cell-timeout", "20", "--check-timeout", "10", "--jobs", "2",
+         "--executed", str(root / "executed")],
         capture_output=True, cwd=root, timeout=900)
     with open(out, newline="", encoding="utf-8") as f:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
-    return {"proc": proc, "rows": rows}
+    return {"proc": proc, "rows": rows, "executed": root / "executed"}
 
 
 @pytest.mark.integration
@@ -298,6 +363,10 @@ def test_the_messy_run_gives_every_student_rows_and_a_clean_summary(messy):
     assert "hard links" in rows["hard_key", "ex-toy-1"]["feedback"]
     assert "carl__toy (1).ipynb" in err and "dina__Toy.ipynb" in err
     assert all(rows[s, ex]["feedback"] == "passed" for s in ("ref", "victim") for ex in FULL)
+    assert "is a dict" in rows["dict_key", "ex-toy-1"]["feedback"]
+    assert "bob__toy - Copy.ipynb" in err
+    saved = sorted(p.name for p in messy["executed"].glob("*.ipynb"))
+    assert len(saved) == len(MESSY) - 3 and all(len(n.encode()) <= 200 for n in saved)
 
 
 def _toy_submissions(root: Path, n_fast: int, slow_seconds: float) -> tuple[Path, Path]:
@@ -509,3 +578,94 @@ def test_deep_answers_written_into_the_event_pipe_cost_no_one_else(tmp_path):
     assert [g.points for g in grades] == [2, 1, 1, 2, 1, 1], [g.feedback for g in grades]
     if os.geteuid() == 0:  # the attack did reach the pipe: the test tests something
         assert "WROTE" in (executed / "deep.ipynb").read_text()
+
+
+# ---- scoring: several checks of one exercise, answers set late, oversized events ----------
+
+def _two_check_material() -> dict:
+    program = [{"kind": "check", "label": "ex-a", "occurrence": occ, "names": ["ex_a"],
+                "exercise_kind": "coding", "source": f"# check ex-a points={pts}\nassert True"}
+               for occ, pts in ((0, 1), (1, 2))]
+    return {"exercises": [{"label": "ex-a", "variable": "ex_a", "points": 3.0, "number": 1,
+                           "kind": "coding"}], "program": program}
+
+
+def _answer(value: int | None) -> str:
+    return json.dumps({"ex_a": {"t": "none"} if value is None else {"t": "int", "v": str(value)}})
+
+
+@pytest.mark.parametrize("statuses, values, points", [
+    (("ok", "ok"), (1, 1), 3.0),
+    (("ok", "fail"), (1, 1), 1.0),     # the points of the check cells it passes
+    (("fail", "ok"), (1, 1), 2.0),
+    (("fail", "fail"), (1, 1), 0.0),
+    (("ok", "ok"), (1, 2), 0.0),       # an answer that changes between its checks: 0
+    (("ok", "fail"), (1, 2), 0.0),
+])
+def test_an_exercise_earns_the_points_of_the_checks_it_passes_on_one_answer(statuses, values, points):
+    from attnclust.assignments.grading import _Run, _score, _Settings
+
+    material = _two_check_material()
+    run = _Run(answers={("ex-a", occ): (5 + occ, _answer(v)) for occ, v in enumerate(values)})
+    results = {(i, "s"): {"status": st, "ename": "", "evalue": "wrong"}
+               for i, st in enumerate(statuses)}
+    settings = _Settings(60, 20, 10, True, sandbox.Limits())
+    [grade] = _score("s", material, run, set(), results, {}, settings)
+    assert grade.points == points and grade.max_points == 3.0
+    assert (grade.feedback == "passed") == (points == 3.0), grade.feedback
+    if values[0] != values[1]:
+        assert "changed between" in grade.feedback
+
+
+def test_an_answer_set_after_its_check_cell_is_graded_at_the_end():
+    """An answer that is unset (None or undefined) where its check cell is, and set by the
+    end of the notebook (all answers in one last cell, say), is graded with its final
+    value; one set at its check cell keeps that value."""
+    from attnclust.assignments.grading import _record, _Run, _settle
+
+    run = _Run()
+    for label, here, end in (("ex-a", None, 3), ("ex-b", 1, 2), ("ex-c", "missing", 4),
+                             ("ex-d", None, None)):
+        for final, value in ((False, here), (True, end)):
+            enc = ({"t": "missing"} if value == "missing" else {"t": "none"} if value is None
+                   else {"t": "int", "v": str(value)})
+            _record(run, {"event": "answer", "index": 9 if final else 1, "label": label,
+                          "occurrence": 0, "final": final, "values": {"x": enc}})
+    _settle(run)
+    got = {label: json.loads(text)["x"] for (label, _), (_, text) in run.answers.items()}
+    assert got == {"ex-a": {"t": "int", "v": "3"}, "ex-b": {"t": "int", "v": "1"},
+                   "ex-c": {"t": "int", "v": "4"}, "ex-d": {"t": "none"}}
+    assert run.final_answers == {}
+
+
+def test_an_event_too_large_to_parse_is_an_export_error_not_a_memory_cost():
+    """A line of millions of JSON values is not parsed (parsing would hold them all in the
+    grader's memory): it becomes an export error of its exercise."""
+    from attnclust.assignments.grading import MAX_EVENT_TOKENS, _oversized, _tokens
+
+    head = '{"event": "answer", "index": 7, "label": "ex-toy-1", "occurrence": 0, "values": {"ex_toy_1": '
+    line = (head + "[" + "[]," * (MAX_EVENT_TOKENS // 2) + "[]]}}\n").encode()
+    assert _tokens(line) > MAX_EVENT_TOKENS
+    assert _oversized(line) == {"event": "export_error", "index": 7, "label": "ex-toy-1",
+                                "occurrence": 0, "ename": "AnswerError",
+                                "evalue": "the answer holds more than 1,000,000 values"}
+    assert _oversized(line.replace(b'"values"', b'"final": true, "values"')) is None
+    assert _oversized(b"[" * 100) is None
+
+
+def test_an_executed_notebook_with_a_name_too_long_is_saved_under_a_short_one(tmp_path):
+    """A legal 255-byte submission name: its executed notebook gets a bounded name (a
+    temporary file beside it must fit too), and a notebook that cannot be saved is
+    reported, never an error that ends the run."""
+    from attnclust.assignments.grading import MAX_NAME_BYTES, _save_executed, executed_name
+
+    long_a, long_b = "a" * 240 + "1", "a" * 240 + "2"
+    assert executed_name("bob") == "bob.ipynb"
+    names = {executed_name(long_a), executed_name(long_b)}
+    assert len(names) == 2 and all(len(n.encode()) <= MAX_NAME_BYTES for n in names)
+    nb = nbformat.v4.new_notebook()
+    _save_executed(nb, tmp_path / executed_name(long_a))
+    assert nbformat.read(tmp_path / executed_name(long_a), as_version=4).cells == []
+    atomic_write(tmp_path / ("b" * 249 + ".ipynb"), "{}")  # a 255-byte name fits
+    (tmp_path / "ro").mkdir(mode=0o500)
+    _save_executed(nb, tmp_path / "ro" / "sub" / ("c" * 300 + ".ipynb"))  # reported, no raise

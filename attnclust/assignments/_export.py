@@ -1,7 +1,9 @@
 """Export answers from a student's kernel as data (the grader's side is :mod:`.answers`).
 
-The grader puts this file's source in the first cell of every submission it runs, and
-replaces each check cell by a call ``_attnclust_export(label, occurrence, names)``. The call
+The grader puts this file's source in the first cell of every submission it runs (which also
+keeps a copy of ``_attnclust_export`` among the builtins, so that a notebook that clears its
+variables, ``%reset -f``, still exports its answers), and replaces each check cell by a call
+``_attnclust_export(label, occurrence, names)``. The call
 encodes the current value of each name as JSON and displays it with the MIME type
 ``_ATTNCLUST_MIME``; the worker that runs the notebook collects these outputs. Nothing else
 leaves the kernel: the checks run elsewhere, on the decoded values.
@@ -78,9 +80,11 @@ def _attnclust_encode(value, depth=0, counter=None):
 def _attnclust_export(label, occurrence, names):
     """Display the encoded values of ``names`` (missing ones as ``missing``) for the check
     ``occurrence`` of exercise ``label``."""
+    from IPython import get_ipython
     from IPython.display import display
 
-    space = globals()
+    shell = get_ipython()
+    space = shell.user_ns if shell is not None else globals()  # the notebook's variables
     values = {}
     for name in names:
         if name not in space:

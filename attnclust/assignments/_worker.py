@@ -120,8 +120,9 @@ def main() -> int:
                      if mime in o.get("data", {})]
             if status == "ok" and found:
                 emit(event="answer", index=cell_index, label=export["label"],
-                     occurrence=export["occurrence"], values=found[-1].get("values", {}))
-            else:
+                     occurrence=export["occurrence"], final=bool(export.get("final")),
+                     values=found[-1].get("values", {}))
+            elif not export.get("final"):  # a failed export at the end changes nothing
                 emit(event="export_error", index=cell_index, label=export["label"],
                      occurrence=export["occurrence"], **error)
         elif status != "ok":

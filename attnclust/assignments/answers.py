@@ -12,9 +12,10 @@ checker decodes it here into plain values before any check sees it:
   names only.
 
 Anything else is refused with :class:`AnswerError`, whose message becomes the feedback.
-Exercise kinds add one rule (:func:`check_kind`): a string answer is accepted only for an
-interpretation exercise, since a check may hand a derivation's answer to SymPy's
-``sympify`` or ``lambdify``, which run strings as code.
+Exercise kinds add one rule (:func:`check_kind`): a string answer, or a dict (whose keys are
+strings), is accepted only for an interpretation exercise, since a check may hand a
+derivation's answer to SymPy's ``sympify`` or ``lambdify``, which run strings as code (SymPy
+sympifies a dict's keys when it converts one).
 """
 
 from __future__ import annotations
@@ -292,12 +293,13 @@ def parse_srepr(text: object):
 
 
 def check_kind(value, kind: str) -> None:
-    """Refuse a string answer (anywhere inside ``value``) unless the exercise ``kind`` is
-    ``interpretation``: checks of derivations and code may pass answers to ``sympify`` or
-    ``lambdify``, which would run a string as code.
+    """Refuse a string anywhere inside ``value``, a dict's keys included, unless the
+    exercise ``kind`` is ``interpretation``: checks of derivations and code may pass answers
+    to ``sympify`` or ``lambdify``, which run a string as code, and SymPy converts a dict by
+    sympifying its keys (so a dict answer is refused there: its keys are strings).
 
     Raises:
-        AnswerError: a string answer to a derivation or coding exercise.
+        AnswerError: a string or a dict in the answer to a derivation or coding exercise.
     """
     if kind == "interpretation":
         return
@@ -308,7 +310,8 @@ def check_kind(value, kind: str) -> None:
             raise AnswerError("the answer is a string, and this exercise expects a "
                               "number, an array or a SymPy expression (write the "
                               "expression itself, e.g. 3*x**2, not a string)")
+        if isinstance(v, dict):
+            raise AnswerError("the answer is a dict, and this exercise expects a number, an "
+                              "array, a SymPy expression or a list or tuple of those")
         if isinstance(v, (list, tuple)):
             stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())

@@ -95,12 +95,13 @@ def _check_cell(piece_source: str, template, label: str) -> nbformat.NotebookNod
     return cell
 
 
-def hidden_check_source(source: str, ex: Exercise) -> str:
+def hidden_check_source(source: str, variable: str, number: int) -> str:
     """A check cell of the student edition with hidden checks: its header line, then what
-    it verifies in words (its ``# verifies:`` lines, or a general sentence), as comments."""
+    it verifies in words (its ``# verifies:`` lines, or a general sentence about the answer
+    ``variable`` to exercise ``number``), as comments."""
     label, points = check_header(source)
     words = check_description(source) or (
-        f"your answer `{ex.variable}` to exercise {ex.number}, against the chapter's own "
+        f"your answer `{variable}` to exercise {number}, against the chapter's own "
         "computation")
     return (f"# check {label} points={points:g}\n"
             f"# What the grader verifies: {words.rstrip('.')}.\n"
@@ -108,16 +109,17 @@ def hidden_check_source(source: str, ex: Exercise) -> str:
             "show it.")
 
 
-def guarded_check_source(source: str, ex: Exercise) -> str:
+def guarded_check_source(source: str, variable: str) -> str:
     """A visible check cell of the student edition: the chapter's check, run only once the
     answer is set, that prints its verdict and never stops the notebook. Before the answer
     is set (the starter cell leaves ``None``) it says "not answered yet"; then "correct",
     "not right yet" with the check's message as the hint, or, where the check cannot even
     run on the answer (a value of the wrong kind), the error and what to store. Running the
-    whole notebook therefore reaches every exercise, whatever the answers."""
+    whole notebook therefore reaches every exercise, whatever the answers. ``variable``: the
+    exercise's answer variable."""
     header, _, body = source.lstrip("\n").partition("\n")
     label, _ = check_header(header)
-    var = ex.variable
+    var = variable
     return (f"{header}\n"
             f"if {var} is None:\n"
             f"    print(\"{label}: not answered yet (store your answer in {var})\")\n"
@@ -203,8 +205,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
                                            {"attnclust": {"solution": p.label}}))
         elif p.kind == "check":
             flush()
-            source = (hidden_check_source(p.source, ex) if hidden else
-                      guarded_check_source(p.source, ex) if student else p.source)
+            source = (hidden_check_source(p.source, ex.variable, ex.number) if hidden else
+                      guarded_check_source(p.source, ex.variable) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
     flush()
     return nb

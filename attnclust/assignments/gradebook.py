@@ -62,7 +62,8 @@ os.umask(_UMASK)  # read once, at import: os.umask can only be read by setting i
 def atomic_write(path: Path, text: str) -> None:
     """Write ``path`` (UTF-8) through a temporary file renamed over it, with the permissions
     a plain ``open`` would give (those of the file it replaces, if any)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # a short fixed prefix: the temporary name must fit where ``path``'s own name just fits
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".attnclust-", suffix=".tmp")
     try:
         try:
             mode = path.stat().st_mode & 0o7777

@@ -54,8 +54,8 @@ import nbformat
 
 from . import sandbox
 from ._export import _ATTNCLUST_MIME as MIME
-from ._text import utf8
-from .answers import MAX_JSON_DEPTH, json_depth
+from ._text import printable, utf8
+from .answers import MAX_ITEMS, MAX_JSON_DEPTH, json_depth
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
 from .source import check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
@@ -65,7 +65,15 @@ __all__ = ["check_output_path", "grade_notebook", "grade_notebooks", "grade_subm
            "prepare_submission", "require_sandbox", "unanswered", "validate_material"]
 
 WORKER = Path(__file__).with_name("_worker.py")
-EXPORT_SOURCE = Path(__file__).with_name("_export.py").read_text()
+_EXPORTER = Path(__file__).with_name("_export.py").read_text()
+EXPORT_SOURCE = (
+    _EXPORTER
+    + "\n\n# a copy among the builtins: found by the export cells after %reset clears the names\n"
+    + f"_attnclust_ns = {{}}\nexec({_EXPORTER!r}, _attnclust_ns)\n"
+    + "__import__('builtins')._attnclust_export = _attnclust_ns['_attnclust_export']\n"
+    + "del _attnclust_ns\n")
+"""The first cell of every submission the grader runs: :mod:`._export`'s source, and the copy
+of its export function that ``%reset`` does not remove."""
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a whole notebook may run (``--timeout``)."""
@@ -155,9 +163,9 @@ def validate_material(material: object, source: str = "the autograder material")
 
 # ---- reading and preparing a submission --------------------------------------------------
 
-def _clean_cells(nb: object) -> list[tuple[str, str, str | None, list[str]]]:
-    """``(cell_type, source, metadata check label, tags)`` of each cell of ``nb`` that has a
-    usable shape; everything else a student's file may hold is ignored.
+def _clean_cells(nb: object) -> list[tuple[str, str]]:
+    """``(cell_type, source)`` of each cell of ``nb`` that has a usable shape; everything
+    else a student's file may hold (metadata, outputs, attachments) is ignored.
 
     Raises:
         GradingError: ``nb`` has no list of cells.
@@ -175,27 +183,52 @@ def _clean_cells(nb: object) -> list[tuple[str, str, str | None, list[str]]]:
             src = "".join(src)
         elif not isinstance(src, str):
             src = ""
-        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
-        info = meta.get("attnclust") if isinstance(meta.get("attnclust"), dict) else {}
-        label = info.get("check") if isinstance(info.get("check"), str) else None
-        out.append((cell["cell_type"], src, label, [t for t in tags if isinstance(t, str)]))
+        out.append((cell["cell_type"], src))
     return out
 
 
-def _export_cell(label: str, occurrence: int, names: list[str]) -> nbformat.NotebookNode:
+def _export_cell(label: str, occurrence: int, names: list[str],
+                 final: bool = False) -> nbformat.NotebookNode:
+    """The cell that exports the answers ``names`` of check ``occurrence`` of ``label``;
+    ``final``: the second export at the end of the notebook (:func:`prepare_submission`)."""
     cell = nbformat.v4.new_code_cell(f"_attnclust_export({label!r}, {occurrence}, {names!r})")
-    cell.metadata["attnclust"] = {"export": {"label": label, "occurrence": occurrence}}
+    export = {"label": label, "occurrence": occurrence}
+    cell.metadata["attnclust"] = {"export": {**export, "final": True} if final else export}
     return cell
+
+
+def _edition_forms(material: dict) -> dict[str, set[str]]:
+    """Label -> the sources its check cells have in the student editions (visible and
+    hidden), stripped: a check cell a student left as it was."""
+    from .editions import guarded_check_source, hidden_check_source
+
+    exercises = {ex["label"]: ex for ex in material["exercises"]}
+    forms: dict[str, set[str]] = {}
+    for item in material["program"]:
+        ex = exercises.get(item["label"]) if item["kind"] == "check" else None
+        if ex is not None and check_header(item["source"]):
+            forms.setdefault(item["label"], set()).update({
+                guarded_check_source(item["source"], ex["variable"]).strip(),
+                hidden_check_source(item["source"], ex["variable"], int(ex["number"])).strip()})
+    return forms
 
 
 def prepare_submission(nb: object, material: dict) -> nbformat.NotebookNode:
     """The notebook that is executed: the submission's cells rebuilt clean, its check cells
     replaced by export cells, the exporting code first.
 
-    Each check cell is matched to the chapter's checks by the label on its first line (or by
-    the ``attnclust.check`` cell metadata the editions write), in order when an exercise has
-    several checks; the checks it lacks are exported at the end.
+    A check cell is one whose first line is a check header (``# check <label> points=N``);
+    it is matched to the chapter's checks by that label, in order when an exercise has
+    several checks, and the checks a notebook lacks are exported at the end. A check cell
+    left as the edition wrote it is not run (the checks run in the grader's checker); one the
+    student changed (an answer typed in it, cells merged) runs as the student's own code just
+    before its export, so nothing the student wrote is lost. A cell whose metadata or tag
+    still marks it as a check but whose header is gone (a copied check cell reused) is an
+    ordinary cell.
+
+    Every check is exported a second time at the end of the notebook: where an answer was
+    not set yet at its check cell (``None``, or not defined; answers written in one cell at
+    the end, say), the value it has at the end is graded (:func:`_settle`).
 
     Raises:
         GradingError: ``nb`` has no list of cells.
@@ -205,29 +238,34 @@ def prepare_submission(nb: object, material: dict) -> nbformat.NotebookNode:
     for item in checks:
         by_label.setdefault(item["label"], []).append(item)
     placed = {label: 0 for label in by_label}
+    forms = _edition_forms(material)
     out = nbformat.v4.new_notebook()
     out.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
                                   "name": "python3"}
     first = nbformat.v4.new_code_cell(EXPORT_SOURCE)
     first.metadata["attnclust"] = {"exporter": True}
     out.cells.append(first)
-    for kind, src, meta_label, tags in _clean_cells(nb):
+    for kind, src in _clean_cells(nb):
         if kind != "code":
             maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_raw_cell
             out.cells.append(maker(src))
             continue
         header = check_header(src)
-        label = header[0] if header else meta_label
-        if label is not None or "check" in tags:
-            if label in by_label and placed[label] < len(by_label[label]):
-                item = by_label[label][placed[label]]
-                placed[label] += 1
-                out.cells.append(_export_cell(label, item["occurrence"], item["names"]))
-            continue  # unknown, duplicate or unlabelled check cell: dropped
-        out.cells.append(nbformat.v4.new_code_cell(src))
+        if header is None:
+            out.cells.append(nbformat.v4.new_code_cell(src))
+            continue
+        label = header[0]
+        if src.strip() not in forms.get(label, ()):
+            out.cells.append(nbformat.v4.new_code_cell(src))  # the student's own code in it
+        if label in by_label and placed[label] < len(by_label[label]):
+            item = by_label[label][placed[label]]
+            placed[label] += 1
+            out.cells.append(_export_cell(label, item["occurrence"], item["names"]))
     for label, items in by_label.items():
         for item in items[placed[label]:]:
             out.cells.append(_export_cell(label, item["occurrence"], item["names"]))
+    for item in checks:  # the answers as they stand at the end: used where one is unset above
+        out.cells.append(_export_cell(item["label"], item["occurrence"], item["names"], final=True))
     return out
 
 
@@ -263,6 +301,32 @@ def _assigns(source: str, var: str) -> bool:
 
 
 # ---- running a sandboxed program -----------------------------------------------------------
+
+MAX_EVENT_TOKENS = 4 * MAX_ITEMS
+"""Most JSON values (counted by their brackets, braces and commas) in one event line: an
+answer within the exporter's limit of :data:`~.answers.MAX_ITEMS` values takes fewer. A line
+with more is not parsed, since parsing it would hold every value in the grader's memory (a
+line of 120 MB of empty lists costs gigabytes)."""
+
+_HEAD = re.compile(rb'"(index|label|occurrence)":\s*("(?:[^"\\]|\\.){0,200}"|\d{1,9})')
+
+
+def _tokens(line: bytes) -> int:
+    return line.count(b"[") + line.count(b"{") + line.count(b",")
+
+
+def _oversized(line: bytes) -> dict | None:
+    """The event that replaces an answer event too large to parse: an export error for its
+    exercise, read from the keys before its values (None when they cannot be read)."""
+    if re.search(rb'"final":\s*true', line[:2000]):
+        return None  # the second export at the end: the first one stands
+    head = dict((k.decode(), json.loads(v)) for k, v in _HEAD.findall(line[:2000]))
+    if not (isinstance(head.get("label"), str) and isinstance(head.get("occurrence"), int)
+            and isinstance(head.get("index"), int)):
+        return None
+    return {"event": "export_error", **head, "ename": "AnswerError",
+            "evalue": f"the answer holds more than {MAX_ITEMS:,} values"}
+
 
 class _Program:
     """A started worker or checker: its job written to its standard input (JSON lines:
@@ -318,6 +382,11 @@ class _Program:
                 complete = line.endswith(b"\n")
                 if skipping or not complete:
                     skipping = not complete
+                    continue
+                if _tokens(line) > MAX_EVENT_TOKENS:
+                    event = _oversized(line)
+                    if event is not None:
+                        self.events.put(event)
                     continue
                 try:
                     event = json.loads(line)
@@ -400,6 +469,7 @@ class _Run:
     """What the execution of one submission gave (all of it untrusted data)."""
 
     answers: dict = field(default_factory=dict)  # (label, occurrence) -> (index, JSON text)
+    final_answers: dict = field(default_factory=dict)  # the same, exported at the end
     export_errors: dict = field(default_factory=dict)  # (label, occurrence) -> message
     errors: list = field(default_factory=list)  # (index, "Ename: evalue") of other cells
     timed_out: bool = False
@@ -408,6 +478,27 @@ class _Run:
     executed: dict | None = None
     grader_failed: bool = False  # the grader, not the submission, stopped it
     memory: str = ""  # why, when a process of the sandbox was killed for its memory
+
+
+def _unset(text: str) -> bool:
+    """Whether an export (JSON text) holds no answer: each name undefined or ``None``."""
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(values, dict) and all(
+        isinstance(v, dict) and v.get("t") in ("missing", "none") for v in values.values())
+
+
+def _settle(run: _Run) -> None:
+    """The answers graded: each check's export where its check cell is, unless that one
+    holds no answer (or failed) and the export at the end of the notebook does."""
+    for key, final in run.final_answers.items():
+        here = run.answers.get(key)
+        if (here is None or _unset(here[1])) and not _unset(final[1]):
+            run.answers[key] = final
+            run.export_errors.pop(key, None)
+    run.final_answers = {}
 
 
 def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
@@ -455,7 +546,8 @@ def _record(run: _Run, event: dict) -> bool:
             run.export_errors[label, occ] = (index, "the answer is nested more than "
                                                     f"{MAX_JSON_DEPTH} levels deep")
         else:  # kept as JSON text: the checker decodes it within the check's time limit
-            run.answers[label, occ] = (index, json.dumps(event["values"]))
+            kept = run.final_answers if event.get("final") is True else run.answers
+            kept[label, occ] = (index, json.dumps(event["values"]))
     elif kind == "export_error" and keyed:
         run.export_errors[label, occ] = (index, _clip(f"{event.get('ename', '')}: "
                                                      f"{event.get('evalue', '')}"))
@@ -557,7 +649,10 @@ def _follow_checker(checker: _Program, settings: _Settings, results: dict,
             current = (event["index"], event["student"])
             deadline = time.monotonic() + settings.check_timeout + CHECK_GRACE
         elif kind == "result":
-            results[event["index"], event["student"]] = event
+            # only the result of the check the checker announced last: nothing run inside
+            # one student's check can report on another's
+            if current == (event["index"], event["student"]) and current not in results:
+                results[current] = event
             current = None
             deadline = time.monotonic() + settings.timeout
         elif kind == "done":
@@ -615,34 +710,54 @@ def _not_run_feedback(label: str, occ: int, run: _Run, settings: _Settings) -> s
 
 def _score(student: str, material: dict, run: _Run, blank: set[str], results: dict,
            chapter_errors: dict, settings: _Settings) -> list[ExerciseGrade]:
+    """One grade per exercise: the points of each of its check cells that passed (an
+    exercise tested by several check cells earns the points of those it passes), all of
+    them checked on one answer: an answer that differs between its check cells scores 0."""
     program = material["program"]
     grades = []
     for ex in material["exercises"]:
         label = ex["label"]
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
-        passed, final = bool(items), not run.grader_failed
-        feedback = "passed" if items else f"{label}: the chapter has no check for it"
+        final = not run.grader_failed
+        if not items:
+            grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
+                                        f"{label}: the chapter has no check for it", final))
+            continue
+        exported = {run.answers[label, item["occurrence"]][1] for _, item in items
+                    if (label, item["occurrence"]) in run.answers}
+        points, failures = 0.0, []
         for i, item in items:
             occ = item["occurrence"]
+            header = check_header(item["source"])
+            worth = header[1] if header else float(ex["points"]) / len(items)
             if (label, occ) not in run.answers:
-                passed, feedback = False, _not_run_feedback(label, occ, run, settings)
+                failures.append(_not_run_feedback(label, occ, run, settings))
+                continue
+            if len(exported) > 1:
+                failures.append(f"{label}: the answer changed between the exercise's "
+                                f"{len(items)} checks; each check grades the same answer")
                 break
             result = results.get((i, student), {"status": "error", "ename": "CheckerError",
                                                 "evalue": "no result"})
-            if result["status"] != "ok":
-                passed = False
-                final = final and result.get("ename") != "CheckerError"
-                feedback = _check_feedback(label, result, run, run.answers[label, occ][0],
-                                           label in blank, ex["variable"])
-                if chapter_errors and result["status"] == "error":
-                    first = min(chapter_errors)
-                    feedback += (f"; the chapter's own cell {first} failed in the checker "
-                                 f"({chapter_errors[first]})")
-                break
-        points = float(ex["points"]) if passed else 0.0
-        grades.append(ExerciseGrade(student, label, points, float(ex["points"]), feedback,
-                                    final))
+            if result["status"] == "ok":
+                points += worth
+                continue
+            final = final and result.get("ename") != "CheckerError"
+            feedback = _check_feedback(label, result, run, run.answers[label, occ][0],
+                                       label in blank, ex["variable"])
+            if chapter_errors and result["status"] == "error":
+                first = min(chapter_errors)
+                feedback += (f"; the chapter's own cell {first} failed in the checker "
+                             f"({chapter_errors[first]})")
+            failures.append(feedback)
+        if failures and len(exported) > 1:
+            points = 0.0
+        feedback = "passed" if not failures else failures[0] + (
+            f" ({len(items) - len(failures)} of {len(items)} checks passed)"
+            if len(items) > 1 and points else "")
+        grades.append(ExerciseGrade(student, label, min(points, float(ex["points"])),
+                                    float(ex["points"]), feedback, final))
     return grades
 
 
@@ -749,8 +864,9 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
             except Exception as e:  # noqa: BLE001 -- every submission gets its rows
                 run = _Run(dead=f"the grader could not run it ({type(e).__name__}: "
                                 f"{_clip(e)})", grader_failed=True)
+            _settle(run)
             if executed_path is not None and run.executed is not None:
-                _save_executed(run.executed, executed_path / f"{student}.ipynb")
+                _save_executed(run.executed, executed_path / executed_name(student))
             run.executed = None
             return run, unanswered(nb, material)
         finally:
@@ -807,13 +923,36 @@ def _next_finished(finished: queue.Queue) -> str:
             continue
 
 
+MAX_NAME_BYTES = 200
+"""Longest file name (bytes of UTF-8) of a saved executed notebook: file systems allow 255,
+and a submission's own name may already be that long."""
+
+
+def executed_name(student: str) -> str:
+    """The file name of ``student``'s executed notebook: ``<student>.ipynb``, or, for a name
+    too long to save (or to write through a temporary file beside it), its first characters
+    and a hash of the whole name."""
+    name = f"{student}.ipynb"
+    if len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    head = student.encode("utf-8", "surrogateescape")[:MAX_NAME_BYTES - 40].decode("utf-8", "ignore")
+    return f"{head}-{digest}.ipynb"
+
+
 def _save_executed(nb: dict, path: Path) -> None:
+    """Save an executed notebook; one that cannot be written (a full disk, a name the file
+    system refuses) is reported on standard error and skipped: it never stops the grading."""
     try:
         text = nbformat.writes(nbformat.from_dict(nb))
     except Exception:  # noqa: BLE001 -- a sandbox sent something that is not a notebook
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)
+    except OSError as e:
+        print(f"warning: the executed notebook {printable(str(path))} was not saved "
+              f"({printable(e.strerror or str(e))})", file=sys.stderr)
 
 
 def grade_notebook(nb: object, material: dict, *, student: str = "",
