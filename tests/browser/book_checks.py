@@ -259,10 +259,12 @@ def mathjax_dir() -> Path:
 
 class OfflineAssets:
     """Answers the browser's requests to other hosts: MathJax from the installed copy (for a
-    build that loads it from a CDN), anything else with an empty body."""
+    build that loads it from a CDN), anything else with an empty body. ``requested`` lists
+    every such request, ``stubbed`` those answered with an empty body."""
 
     def __init__(self, root: Path | None = None):
         self._root = (root or mathjax_dir()).resolve()
+        self.requested: list[str] = []
         self.stubbed: list[str] = []
 
     def body_for(self, url: str) -> bytes | None:
@@ -276,6 +278,7 @@ class OfflineAssets:
 
     def handle(self, route) -> None:
         url = route.request.url
+        self.requested.append(url)
         body = self.body_for(url)
         ctype = mimetypes.guess_type(urlsplit(url).path)[0] or "application/octet-stream"
         if body is None:

@@ -20,12 +20,17 @@ SEARCH_TERM = "centroid"
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page(docname, book_context, book_url, built_book):
+def test_page(docname, book_context, book_url, built_book, offline_assets):
+    """Every check a reader's visit makes (book_checks.check_page), and no request to
+    another host while the page loads and runs (a CDN the book does not need: it ships its
+    own MathJax and its explorers' scripts)."""
     source = book_checks.read_source(REPO, docname)
     assert source.path is not None, f"{docname} is in _toc.yml but has no source"
+    before = len(offline_assets.requested)
     problems = book_checks.check_page(book_context, book_url, built_book, source, SCREENSHOTS)
     assert not problems, f"{docname}.html:\n  " + "\n  ".join(problems)
     assert book_checks.screenshot_path(SCREENSHOTS, docname).is_file()
+    assert offline_assets.requested[before:] == [], f"{docname}.html asked another host"
 
 
 def test_index_redirects_to_root(book_context, book_url):
