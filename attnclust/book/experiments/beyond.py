@@ -47,8 +47,9 @@ LAM_ID = 0.7
 """Identity attention's temperature for the oracle assignment (about the bound's best lam
 at the default setting, 0.691)."""
 STACK_LS, STACK_DEPTH = 0.5, 8
-"""The label-free read-out stacks STACK_DEPTH identity layers at lam = STACK_LS / sigma_eff^2,
-with sigma_eff^2 = (noise floor) / d."""
+"""The identity-stack read-out stacks STACK_DEPTH identity layers at lam = STACK_LS / sigma_eff^2,
+with sigma_eff^2 = (noise floor) / d, the mixture's true value: an oracle, since a prompt does
+not carry its noise level."""
 
 SIZES = {
     "small": dict(steps=1000, batch=16, n=64, n_base=16, n_mc=4000, L_long=200, n_long=8, n_lam=8, near_steps=500),
@@ -263,7 +264,7 @@ class Scores:
     Attributes:
         heads: ``(S, n)`` the ARI of each trained seed's heads' assignments on each prompt.
         identity_oracle: ``(n,)`` identity attention read out at the nearest centroid.
-        identity_stack: ``(n,)`` the label-free identity stack.
+        identity_stack: ``(n,)`` the identity stack at the true noise level (an oracle).
         kmeans: ``(n,)`` k-means per prompt.
     """
 
@@ -285,7 +286,8 @@ def _prompts(size: str, i: int):
 
 def scores(runs: dict, size: str = "small") -> dict[str, Scores]:
     """The ARIs of every setting on ``SIZES[size]["n"]`` fresh prompts: the trained heads of
-    ``runs`` (name -> ``SettingRuns``), identity attention (oracle and label-free) and k-means."""
+    ``runs`` (name -> ``SettingRuns``), identity attention (one layer at LAM_ID, and the stack at the true noise level: both
+    oracles) and k-means."""
     k_base = jax.random.fold_in(jax.random.PRNGKey(11), 99)
     out = {}
     for i, (name, m) in enumerate(settings().items()):

@@ -31,7 +31,7 @@ def settings_summary(size: str = "small"):
     """For every setting of the chapter: the worst head's ``|cos|`` with its matched centroid
     after training (finite L, median and 10-90% range over the seeds) and at the large-L
     local minimiser reached from there, and the mean ARI of the heads' assignments, identity
-    attention (label-free) and k-means."""
+    attention (the stack at the true noise level, an oracle) and k-means."""
     stored = ex.stored_training()
     runs = stored.runs
     sc = scores("test" if size == "test" else "small")
@@ -43,7 +43,7 @@ def settings_summary(size: str = "small"):
         ("|cos|, trained (L=50)", [runs[n].worst() for n in names], "tab:red"),
         ("|cos|, large-L minimiser", [runs[n].worst(True) if runs[n].has_inf else np.full(1, np.nan) for n in names], "darkred"),
         ("ARI, heads", [sc[n].heads.mean(axis=1) for n in names], "tab:orange"),
-        ("ARI, identity stack (label-free)", [np.array([sc[n].mean("identity_stack")]) for n in names], "tab:blue"),
+        ("ARI, identity stack (oracle σ)", [np.array([sc[n].mean("identity_stack")]) for n in names], "tab:blue"),
         ("ARI, k-means", [np.array([sc[n].mean("kmeans")]) for n in names], "tab:gray"),
     ]
     for j, (label, vals, colour) in enumerate(series):
