@@ -60,7 +60,10 @@ def test_html_has_a_range_per_slider_at_its_default():
     assert spec["sizes"] == [3, 2] and spec["values"] == [[1, 2, 3], [0.5, 1.5]]
     assert base64.b64decode(spec["frames"][5]) == frame_png(_draw(3, 1.5))
     assert 'alt="a line"' in page and "6 figures" in page
-    assert "disabled" not in page and "one value" not in page
+    assert "disabled" not in page and "Held fixed" not in page
+    # a screen reader reads the slider's value, not the index of its stop
+    assert re.findall(r'aria-valuetext="([^"]*)"', page) == ["2", "0.5"]
+    assert "setAttribute('aria-valuetext', spec.labels[i][k])" in page
 
 
 def test_a_slider_with_one_value_is_shown_disabled_and_named_in_the_note():
@@ -68,7 +71,7 @@ def test_a_slider_with_one_value_is_shown_disabled_and_named_in_the_note():
     page = StaticExplorer("toy", grid, tuple(render_frames(_draw, grid)), "a line").html()
     inputs = re.findall(r"<input [^>]*>", page)
     assert len(inputs) == 2 and "disabled" not in inputs[0] and inputs[1].endswith(" disabled>")
-    assert "3 figures" in page and "B stays at one value in this page." in page
+    assert "3 figures" in page and "Held fixed in this page: B = 0.5." in page
 
 
 def test_explorer_output_is_the_widget_and_the_static_html():

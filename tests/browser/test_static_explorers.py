@@ -69,6 +69,16 @@ def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, boo
             shown = base64.b64decode(new.split(",", 1)[1])
             assert shown == frame_png(draw(**point)), f"{slider}: not the frame of {json.dumps(point)}"
             src = new
+        # by keyboard, as a reader without a mouse moves it; a screen reader reads the value
+        root = page.locator(f'[data-explorer="{name}"]')
+        slider = root.locator('input[type="range"]:not([disabled])').first
+        before = root.get_attribute("data-frame")
+        at_end = slider.evaluate("s => s.value === s.max")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+        assert root.get_attribute("data-frame") != before, f"{name}: a key did not move the slider"
+        shown = slider.evaluate("s => s.nextElementSibling.textContent")
+        assert slider.get_attribute("aria-valuetext") == shown, f"{name}: aria-valuetext is not the value"
     finally:
         page.close()
 

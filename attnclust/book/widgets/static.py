@@ -126,6 +126,7 @@ _SCRIPT = """
       const k = Number(input.value);
       index = index * spec.sizes[i] + k;
       input.nextElementSibling.textContent = spec.labels[i][k];
+      input.setAttribute('aria-valuetext', spec.labels[i][k]);  // read aloud: the value, not the stop
     });
     img.src = 'data:image/png;base64,' + spec.frames[index];
     root.dataset.frame = String(index);
@@ -172,15 +173,15 @@ class StaticExplorer:
             k = vals.index(self.grid.defaults[n])
             label = html.escape(self.grid.labels[n])
             if len(vals) == 1:  # a slider the grid keeps at one value: shown, not movable
-                fixed.append(self.grid.labels[n])
+                fixed.append(f"{self.grid.labels[n]} = {_label(vals[0])}")
             rows.append(
                 f'<label class="ac-static-slider"><span class="ac-static-name">{label}</span>'
                 f'<input type="range" min="0" max="{len(vals) - 1}" step="1" value="{k}" '
-                f'data-slider="{html.escape(n)}" aria-label="{label}"'
+                f'data-slider="{html.escape(n)}" aria-label="{label}" '
+                f'aria-valuetext="{html.escape(_label(vals[k]))}"'
                 f'{" disabled" if len(vals) == 1 else ""}>'
                 f'<output>{html.escape(_label(vals[k]))}</output></label>')
-        held = (f" {', '.join(fixed)} {'stays' if len(fixed) == 1 else 'stay'} at one value "
-                "in this page." if fixed else "")
+        held = (f" Held fixed in this page: {', '.join(fixed)}." if fixed else "")
         note = (f"Precomputed: {self.grid.size} figures drawn by the library when the book was "
                 f"built, one for each combination of the slider values above.{held} Run the chapter "
                 "in Jupyter for every value of every slider.")
