@@ -1358,3 +1358,22 @@ def test_real_editions_have_no_myst_markup_left(stem):
         assert not re.findall(r"\{[a-z]+(?::[a-z]+)?\}`", md), stem
         assert "```{prf:" not in md and "{glue" not in md
         assert r"\newcommand{\R}" in nb.cells[0].source
+
+
+def test_exercises_are_numbered_as_the_book_numbers_them():
+    """The book numbers its exercises on from one chapter to the next, in the order of
+    _toc.yml (sphinx-exercise's numbers); every edition of a chapter uses the same numbers,
+    so "exercise 30" is the same exercise in the HTML and in the notebooks. A chapter of no
+    book starts at 1."""
+    import yaml
+
+    from attnclust.assignments.source import exercise_offset
+
+    root = Path(__file__).resolve().parents[1]
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    order = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    numbers = []
+    for f in order:
+        numbers += [ex.number for ex in parse_chapter(root / f"{f}.md").exercises.values()]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 30
+    assert exercise_offset(Path("/nowhere/chapters/toy.md")) == 0

@@ -393,12 +393,40 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
     return Chapter(stem, pieces, exercises, copy.deepcopy(dict(nb.metadata)), problems)
 
 
+EXERCISE_FENCE = re.compile(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", re.M)
+"""The opening line of an exercise directive (plain or gated) in a chapter's source."""
+
+
+def exercise_offset(path: str | Path) -> int:
+    """How many exercises the book has before the chapter at ``path``: the exercises of the
+    chapters that come before it in the book's ``_toc.yml`` (the folder above ``chapters/``),
+    which the book numbers on from one chapter to the next; 0 for a chapter of no book."""
+    import yaml
+
+    path = Path(path).resolve()
+    toc_path = path.parent.parent / "_toc.yml"
+    if not toc_path.is_file():
+        return 0
+    toc = yaml.safe_load(toc_path.read_text()) or {}
+    order = [toc.get("root", "")] + [c.get("file", "") for part in toc.get("parts", [])
+                                     for c in part.get("chapters", [])]
+    files = [path.parent.parent / f"{f}.md" for f in order if f]
+    if path not in files:
+        return 0
+    return sum(len(EXERCISE_FENCE.findall(f.read_text())) for f in files[:files.index(path)]
+               if f.is_file())
+
+
 def parse_chapter(path: str | Path) -> Chapter:
-    """Read ``chapters/<stem>.md`` (MyST notebook) with jupytext and parse its exercises."""
+    """Read ``chapters/<stem>.md`` (MyST notebook) with jupytext and parse its exercises,
+    numbered as the book numbers them (on from the chapters before it: :func:`exercise_offset`)."""
     import jupytext
 
     path = Path(path)
     nb = jupytext.read(path)
     chapter = parse_notebook(nb, path.stem)
+    offset = exercise_offset(path)
+    for ex in chapter.exercises.values():
+        ex.number += offset
     chapter.refs = References.from_chapters(path.parent)
     return chapter
