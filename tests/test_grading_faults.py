@@ -138,6 +138,36 @@ def test_one_name_in_two_unicode_forms_is_one_student(tmp_path):
     found = discover_submissions(tmp_path, "toy")
     assert sorted(found.notebooks) == ["anna", "jos\u00e9", "\u0430nna"]
     assert any("\u0430nna" in w and "cyrillic" in w and "latin" in w for w in found.warnings)
+    _touch(tmp_path / "ann\u200ba__toy.ipynb")  # a zero-width space
+    found = discover_submissions(tmp_path, "toy")
+    assert any("print as nothing" in w for w in found.warnings)
+
+
+def test_two_unicode_forms_of_one_name_are_said_to_be_that():
+    """The duplicate error for one name in two Unicode forms says so: the two file names
+    it lists print the same."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        _touch(Path(d) / "jos\u00e9__toy.ipynb")
+        _touch(Path(d) / "jose\u0301__toy.ipynb")
+        with pytest.raises(GradingError, match="two Unicode forms"):
+            discover_submissions(Path(d), "toy")
+
+
+def test_copies_saved_in_the_same_second_are_ordered_by_their_number(tmp_path):
+    """Copies with equal times: the highest copy number is the newest (a browser numbers
+    its downloads in order); a notebook that is not a copy is not called an older one."""
+    for name in ["eve/Toy (1).ipynb", "eve/Toy (2).ipynb", "eve/notes.ipynb",
+                 "hal__toy (1).ipynb", "hal__toy (2).ipynb"]:
+        _touch(tmp_path / name)
+        os.utime(tmp_path / name, (1000, 1000))
+    found = discover_submissions(tmp_path, "toy")
+    assert found.notebooks["eve"].name == "Toy (2).ipynb"
+    assert found.notebooks["hal"].name == "hal__toy (2).ipynb"
+    text = "\n".join(found.warnings)
+    assert "eve/notes.ipynb: ignored, not named toy.ipynb" in text
+    assert "eve/Toy (1).ipynb: ignored, an older copy" in text
 
 
 def test_names_are_one_printable_line(tmp_path):
@@ -594,27 +624,56 @@ def _answer(value: int | None) -> str:
     return json.dumps({"ex_a": {"t": "none"} if value is None else {"t": "int", "v": str(value)}})
 
 
-@pytest.mark.parametrize("statuses, values, points", [
-    (("ok", "ok"), (1, 1), 3.0),
-    (("ok", "fail"), (1, 1), 1.0),     # the points of the check cells it passes
-    (("fail", "ok"), (1, 1), 2.0),
-    (("fail", "fail"), (1, 1), 0.0),
-    (("ok", "ok"), (1, 2), 0.0),       # an answer that changes between its checks: 0
-    (("ok", "fail"), (1, 2), 0.0),
+@pytest.mark.parametrize("statuses, points", [
+    (("ok", "ok"), 3.0),
+    (("ok", "fail"), 1.0),     # the points of the check cells it passes
+    (("fail", "ok"), 2.0),
+    (("fail", "fail"), 0.0),
 ])
-def test_an_exercise_earns_the_points_of_the_checks_it_passes_on_one_answer(statuses, values, points):
+def test_an_exercise_earns_the_points_of_the_checks_it_passes(statuses, points):
     from attnclust.assignments.grading import _Run, _score, _Settings
 
     material = _two_check_material()
-    run = _Run(answers={("ex-a", occ): (5 + occ, _answer(v)) for occ, v in enumerate(values)})
+    run = _Run(answers={("ex-a", occ): (5 + occ, _answer(1)) for occ in (0, 1)})
     results = {(i, "s"): {"status": st, "ename": "", "evalue": "wrong"}
                for i, st in enumerate(statuses)}
     settings = _Settings(60, 20, 10, True, sandbox.Limits())
     [grade] = _score("s", material, run, set(), results, {}, settings)
     assert grade.points == points and grade.max_points == 3.0
     assert (grade.feedback == "passed") == (points == 3.0), grade.feedback
-    if values[0] != values[1]:
-        assert "changed between" in grade.feedback
+
+
+def test_every_check_of_an_exercise_grades_its_answer_at_the_last_check_cell():
+    """An exercise tested by two check cells is graded on one answer, the one at its last
+    check cell: an answer switched between the checks to pass each cannot pass both, and an
+    honest correction made before the second check counts for both."""
+    from attnclust.assignments.grading import _record, _Run, _settle
+
+    run = _Run()
+    for occ, value in ((0, 1), (1, 2)):
+        _record(run, {"event": "answer", "index": 3 + occ, "label": "ex-a", "occurrence": occ,
+                      "values": {"ex_a": {"t": "int", "v": str(value)}}})
+    _settle(run)
+    assert [index for index, _ in run.answers.values()] == [3, 4]  # each check keeps its place
+    assert [json.loads(text) for _, text in run.answers.values()] == [{"ex_a": {"t": "int", "v": "2"}}] * 2
+
+
+def test_an_answer_with_a_huge_string_is_refused_before_the_checker():
+    """Every student's answers go to the checker together: a string answer over the
+    checker's limit is refused when it arrives (an export error of its exercise), so it
+    cannot cost a round of other students' checks its memory; arrays keep their own limit."""
+    from attnclust.assignments.answers import MAX_ARRAY_BYTES, MAX_STRING
+    from attnclust.assignments.grading import _record, _Run
+
+    run = _Run()
+    huge = {"x": {"t": "list", "v": [{"t": "str", "v": "\"" * (MAX_STRING + 1)}]}}
+    array = {"x": {"t": "ndarray", "npy": "A" * (MAX_STRING * 4)}}
+    too_big = {"x": {"t": "ndarray", "npy": "A" * (MAX_ARRAY_BYTES * 4 // 3 + 17)}}
+    for label, values in (("ex-a", huge), ("ex-b", array), ("ex-c", too_big)):
+        _record(run, {"event": "answer", "index": 1, "label": label, "occurrence": 0, "values": values})
+    assert set(run.answers) == {("ex-b", 0)}
+    assert "string longer than" in run.export_errors["ex-a", 0][1]
+    assert "array is larger than" in run.export_errors["ex-c", 0][1]
 
 
 def test_an_answer_set_after_its_check_cell_is_graded_at_the_end():

@@ -55,7 +55,7 @@ import nbformat
 from . import sandbox
 from ._export import _ATTNCLUST_MIME as MIME
 from ._text import printable, utf8
-from .answers import MAX_ITEMS, MAX_JSON_DEPTH, json_depth
+from .answers import MAX_ARRAY_BYTES, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
 from .source import check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
@@ -480,6 +480,27 @@ class _Run:
     memory: str = ""  # why, when a process of the sandbox was killed for its memory
 
 
+def _oversized_string(values: dict) -> str | None:
+    """Why an exported answer holds a string too long to pass on (every student's answers go
+    to the checker together, so one student's huge string could cost a round its memory):
+    a string over :data:`~.answers.MAX_STRING` characters, or an array's bytes over
+    :data:`~.answers.MAX_ARRAY_BYTES`; None when there is none."""
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("t") == "ndarray" and isinstance(item.get("npy"), str):
+                if len(item["npy"]) > MAX_ARRAY_BYTES * 4 // 3 + 16:
+                    return f"the array is larger than {MAX_ARRAY_BYTES >> 20} MiB"
+                continue
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and len(item) > MAX_STRING:
+            return f"the answer holds a string longer than {MAX_STRING:,} characters"
+    return None
+
+
 def _unset(text: str) -> bool:
     """Whether an export (JSON text) holds no answer: each name undefined or ``None``."""
     try:
@@ -492,13 +513,20 @@ def _unset(text: str) -> bool:
 
 def _settle(run: _Run) -> None:
     """The answers graded: each check's export where its check cell is, unless that one
-    holds no answer (or failed) and the export at the end of the notebook does."""
+    holds no answer (or failed) and the export at the end of the notebook does; and, for an
+    exercise tested by several check cells, the answer as it stands at the last of them, for
+    every one (one answer, graded by all its checks)."""
     for key, final in run.final_answers.items():
         here = run.answers.get(key)
         if (here is None or _unset(here[1])) and not _unset(final[1]):
             run.answers[key] = final
             run.export_errors.pop(key, None)
     run.final_answers = {}
+    last: dict[str, tuple[int, str]] = {}
+    for (label, occ), (_, text) in sorted(run.answers.items(), key=lambda kv: kv[0][1]):
+        last[label] = (occ, text)
+    for (label, occ), (index, _) in list(run.answers.items()):
+        run.answers[label, occ] = (index, last[label][1])
 
 
 def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
@@ -545,6 +573,8 @@ def _record(run: _Run, event: dict) -> bool:
         if json_depth(event["values"]) > MAX_JSON_DEPTH:
             run.export_errors[label, occ] = (index, "the answer is nested more than "
                                                     f"{MAX_JSON_DEPTH} levels deep")
+        elif (why := _oversized_string(event["values"])) is not None:
+            run.export_errors[label, occ] = (index, why)
         else:  # kept as JSON text: the checker decodes it within the check's time limit
             kept = run.final_answers if event.get("final") is True else run.answers
             kept[label, occ] = (index, json.dumps(event["values"]))
@@ -712,7 +742,7 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
            chapter_errors: dict, settings: _Settings) -> list[ExerciseGrade]:
     """One grade per exercise: the points of each of its check cells that passed (an
     exercise tested by several check cells earns the points of those it passes), all of
-    them checked on one answer: an answer that differs between its check cells scores 0."""
+    of them checked on one answer (:func:`_settle`)."""
     program = material["program"]
     grades = []
     for ex in material["exercises"]:
@@ -724,8 +754,6 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
             grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
                                         f"{label}: the chapter has no check for it", final))
             continue
-        exported = {run.answers[label, item["occurrence"]][1] for _, item in items
-                    if (label, item["occurrence"]) in run.answers}
         points, failures = 0.0, []
         for i, item in items:
             occ = item["occurrence"]
@@ -734,10 +762,6 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
             if (label, occ) not in run.answers:
                 failures.append(_not_run_feedback(label, occ, run, settings))
                 continue
-            if len(exported) > 1:
-                failures.append(f"{label}: the answer changed between the exercise's "
-                                f"{len(items)} checks; each check grades the same answer")
-                break
             result = results.get((i, student), {"status": "error", "ename": "CheckerError",
                                                 "evalue": "no result"})
             if result["status"] == "ok":
@@ -751,8 +775,6 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
                 feedback += (f"; the chapter's own cell {first} failed in the checker "
                              f"({chapter_errors[first]})")
             failures.append(feedback)
-        if failures and len(exported) > 1:
-            points = 0.0
         feedback = "passed" if not failures else failures[0] + (
             f" ({len(items) - len(failures)} of {len(items)} checks passed)"
             if len(items) > 1 and points else "")

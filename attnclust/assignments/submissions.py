@@ -52,6 +52,20 @@ def _student_name(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def _newest_first(path: Path) -> tuple[float, int]:
+    """Sort key of a copy, newest first: its modification time, then its copy's number
+    (``(2)`` after ``(1)``, ``copy 3`` after ``copy``), so that copies saved within the same
+    second are still ordered."""
+    suffix = _COPY_SUFFIX.search(path.name[:-len(".ipynb")].strip())
+    numbers = re.findall(r"\d+", suffix.group(0)) if suffix else []
+    return (-path.lstat().st_mtime, -int(numbers[-1]) if numbers else 0)
+
+
+def _invisible(name: str) -> bool:
+    """Whether ``name`` holds characters that print as nothing (a zero-width space)."""
+    return any(unicodedata.category(c) in ("Cf", "Cc") for c in name)
+
+
 def _scripts(name: str) -> set[str]:
     """The writing systems of the letters of ``name`` (LATIN, CYRILLIC, GREEK...)."""
     return {unicodedata.name(c, "?").split()[0] for c in name if c.isalpha()}
@@ -183,7 +197,7 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
                                 f"submission named exactly; {rule}" for p in paths)
             continue
         if len(paths) > 1:  # two near-misses: keep the newest, name the others
-            paths = sorted(paths, key=lambda q: os.stat(q).st_mtime, reverse=True)
+            paths = sorted(paths, key=_newest_first)
             out.warnings.extend(f"{shown(p)}: ignored, an older copy of "
                                 f"{shown(paths[0])}" for p in paths[1:])
         found[student] = [paths[0]]
@@ -197,12 +211,20 @@ def discover_submissions(folder: str | Path, chapter: str) -> Submissions:
             out.warnings.append(f"{printable(student)}: a name that mixes writing systems ("
                                 + ", ".join(sorted(_scripts(student))).lower() + "), which can "
                                 "look like another student's; graded under it")
+        if _invisible(student):
+            out.warnings.append(f"{printable(student)}: a name with characters that print as "
+                                "nothing, which can look like another student's; graded under it")
     entries = {s: [p for p in found.get(s, [])] + [p for p, _ in refused.get(s, [])]
                for s in {*found, *refused}}
     duplicates = {s: ps for s, ps in entries.items() if len(ps) > 1}
     if duplicates:
-        listed = "; ".join(f"{printable(s)}: " + ", ".join(sorted(shown(p) for p in ps))
-                           for s, ps in sorted(duplicates.items()))
+        def names(ps: list[Path]) -> str:
+            shown_names = sorted(shown(p) for p in ps)
+            same = len({_student_name(n) for n in shown_names}) < len(shown_names)
+            return ", ".join(shown_names) + (" (the same name in two Unicode forms: an accent "
+                                             "typed as one character and as two)" if same else "")
+
+        listed = "; ".join(f"{printable(s)}: {names(ps)}" for s, ps in sorted(duplicates.items()))
         raise GradingError(f"more than one submission for the same student in "
                            f"{printable(folder)} ({listed}); keep one per student")
     for student, paths in found.items():
@@ -235,10 +257,12 @@ def _discover_folder(p: Path, chapter: str, shown, found: dict, refused: dict,
     nbs = [q for q in entries if _is_notebook(q.name)]
     exact = [q for q in nbs if q.name == f"{chapter}.ipynb"]
     near = sorted((q for q in nbs if q not in exact and _near(q.name[:-len(".ipynb")], chapter)),
-                  key=lambda q: q.lstat().st_mtime, reverse=True)
+                  key=_newest_first)
     pick = exact or (nbs if len(nbs) == 1 else near[:1])
     if not exact and len(nbs) > 1 and near:  # copies of the chapter's notebook: the newest
-        warnings.extend(f"{shown(q)}: ignored, {shown(pick[0])} is newer" for q in nbs if q != pick[0])
+        warnings.extend(f"{shown(q)}: ignored, " + (f"an older copy than {shown(pick[0])}" if q in near
+                        else f"not named {chapter}.ipynb (graded: {shown(pick[0])})")
+                        for q in nbs if q != pick[0])
         warnings.append(f"{shown(pick[0])}: graded as {printable(student)}'s submission although "
                         f"its name breaks the rule; {rule}")
     if not pick:
