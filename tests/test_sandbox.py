@@ -38,6 +38,7 @@ if sys.argv[2]:
     sandbox.SCRATCH = sys.argv[2]
 proc = sandbox.start([sys.executable, "-c", sys.argv[3]])
 out, err = proc.communicate(timeout=120)
+sandbox.release(proc)
 print(json.dumps({"rc": proc.returncode, "out": out.decode(), "err": err.decode()}))
 """
 """Run by the small environment's interpreter: start ``argv[3]`` (Python code) in a sandbox
@@ -201,3 +202,19 @@ def test_each_sandbox_gets_its_own_cpu_share():
             sandbox.release(proc)
     assert folders[0] != folders[1] and all("attnclust-sandbox-" in f.name for f in folders)
     assert not any(f.exists() for f in folders)
+
+
+def test_cgroups_left_by_an_ended_grader_are_removed(tmp_path):
+    """A grader killed before it removed its sandboxes' cgroups leaves them behind; the next
+    grader removes the empty ones whose grader has ended, and leaves those of a live grader
+    (its own included) and any that still holds something."""
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    for name in (f"attnclust-sandbox-{ended}-1", f"attnclust-sandbox-{os.getpid()}-1",
+                 f"attnclust-sandbox-{ended}-2", "attnclust-sandbox-x-1", "other"):
+        (tmp_path / name).mkdir()
+    (tmp_path / f"attnclust-sandbox-{ended}-2" / "held").mkdir()
+    sandbox._reap(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([
+        f"attnclust-sandbox-{ended}-2", f"attnclust-sandbox-{os.getpid()}-1",
+        "attnclust-sandbox-x-1", "other"])

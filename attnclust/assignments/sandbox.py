@@ -169,6 +169,7 @@ def _make_cgroup(limit_bytes: int) -> Path:
     parent, version = own
     if version == 2 and "memory" not in (parent / "cgroup.subtree_control").read_text().split():
         raise OSError(f"the memory controller is not enabled below {parent}")
+    _reap(parent)
     folder = parent / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
     folder.mkdir()
     try:
@@ -187,6 +188,27 @@ def _make_cgroup(limit_bytes: int) -> Path:
     return folder
 
 
+def _reap(parent: Path) -> None:
+    """Remove the empty sandbox cgroups under ``parent`` left by grader processes that have
+    ended (one killed before it could remove them); a cgroup that still holds a process, or
+    whose grader still runs, is left alone."""
+    for folder in parent.glob("attnclust-sandbox-*-*"):
+        pid = folder.name.split("-")[2]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # its grader is alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
 def _make_cpu_cgroup() -> Path | None:
     """A new CPU cgroup below this process's (cgroup v1's ``cpu`` hierarchy, or the same
     folder as the memory cgroup on v2, where the controller is enabled), with the default
@@ -195,6 +217,7 @@ def _make_cpu_cgroup() -> Path | None:
     own = _own_cgroup("cpu")
     if own is None or own[1] != 1:
         return None
+    _reap(own[0])
     folder = own[0] / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
     try:
         folder.mkdir()
