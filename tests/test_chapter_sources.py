@@ -83,9 +83,9 @@ def test_no_math_span_is_broken(chapter):
 
 def _part(caption: str) -> list[str]:
     """The chapter stems of the part ``caption`` of ``_toc.yml``, in book order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [Path(c["file"]).name for part in toc["parts"] if part.get("caption") == caption
-            for c in part["chapters"]]
+    from attnclust.assignments.source import toc_chapters
+
+    return [Path(f).name for f, part in toc_chapters(ROOT) if part == caption]
 
 
 THEORY = _part("Theory")

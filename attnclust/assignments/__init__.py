@@ -77,14 +77,9 @@ COURSE_PARTS = ("Theory", "Experiments")
 def course_chapters(root: str | Path = ".") -> list[str]:
     """Stems of the chapters with exercises: those of the ``_toc.yml`` parts in
     :data:`COURSE_PARTS`, in book order."""
-    import yaml
+    from .source import toc_chapters
 
-    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text())
-    stems = []
-    for part in toc.get("parts", []):
-        if part.get("caption") in COURSE_PARTS:
-            stems += [Path(c["file"]).name for c in part.get("chapters", [])]
-    return stems
+    return [Path(f).name for f, part in toc_chapters(root) if part in COURSE_PARTS]
 
 
 def build(out: str | Path, chapters: list[str] | None = None,

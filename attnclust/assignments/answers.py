@@ -37,6 +37,9 @@ MAX_STRING = 1 << 20
 MAX_ARRAY_BYTES = 64 << 20
 """Largest accepted array (bytes)."""
 
+MAX_ARRAY_TEXT = MAX_ARRAY_BYTES * 4 // 3 + 16
+"""Longest base64 text of an accepted array (its ``.npy`` bytes, header included)."""
+
 MAX_NODES = 200_000
 """Most syntax nodes in one ``srepr``."""
 
@@ -88,7 +91,7 @@ def _plain_int(text: object) -> int:
 def _array(data: object):
     import numpy as np
 
-    if not isinstance(data, str) or len(data) > MAX_ARRAY_BYTES * 4 // 3 + 16:
+    if not isinstance(data, str) or len(data) > MAX_ARRAY_TEXT:
         raise AnswerError(f"the array is larger than {MAX_ARRAY_BYTES >> 20} MiB")
     try:
         raw = base64.b64decode(data.encode("ascii"), validate=True)

@@ -55,7 +55,7 @@ import nbformat
 from . import sandbox
 from ._export import _ATTNCLUST_MIME as MIME
 from ._text import printable, utf8
-from .answers import MAX_ARRAY_BYTES, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
+from .answers import MAX_ARRAY_BYTES, MAX_ARRAY_TEXT, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
 from .source import check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
@@ -490,7 +490,7 @@ def _oversized_string(values: dict) -> str | None:
         item = stack.pop()
         if isinstance(item, dict):
             if item.get("t") == "ndarray" and isinstance(item.get("npy"), str):
-                if len(item["npy"]) > MAX_ARRAY_BYTES * 4 // 3 + 16:
+                if len(item["npy"]) > MAX_ARRAY_TEXT:
                     return f"the array is larger than {MAX_ARRAY_BYTES >> 20} MiB"
                 continue
             stack.extend(item.values())
@@ -522,11 +522,10 @@ def _settle(run: _Run) -> None:
             run.answers[key] = final
             run.export_errors.pop(key, None)
     run.final_answers = {}
-    last: dict[str, tuple[int, str]] = {}
-    for (label, occ), (_, text) in sorted(run.answers.items(), key=lambda kv: kv[0][1]):
-        last[label] = (occ, text)
+    last = {label: text for (label, _), (_, text) in sorted(run.answers.items(),
+                                                                key=lambda kv: kv[0][1])}
     for (label, occ), (index, _) in list(run.answers.items()):
-        run.answers[label, occ] = (index, last[label][1])
+        run.answers[label, occ] = (index, last[label])
 
 
 def _execute(nb: nbformat.NotebookNode, settings: _Settings, executed: bool) -> _Run:
@@ -742,7 +741,7 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
            chapter_errors: dict, settings: _Settings) -> list[ExerciseGrade]:
     """One grade per exercise: the points of each of its check cells that passed (an
     exercise tested by several check cells earns the points of those it passes), all of
-    of them checked on one answer (:func:`_settle`)."""
+    them checked on one answer (:func:`_settle`)."""
     program = material["program"]
     grades = []
     for ex in material["exercises"]:

@@ -169,8 +169,7 @@ def _make_cgroup(limit_bytes: int) -> Path:
     parent, version = own
     if version == 2 and "memory" not in (parent / "cgroup.subtree_control").read_text().split():
         raise OSError(f"the memory controller is not enabled below {parent}")
-    _reap(parent)
-    folder = parent / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
+    folder = _new_folder(parent)
     folder.mkdir()
     try:
         if version == 1:
@@ -186,6 +185,20 @@ def _make_cgroup(limit_bytes: int) -> Path:
         folder.rmdir()
         raise
     return folder
+
+
+_REAPED: set[Path] = set()
+"""The cgroup folders :func:`_reap` has cleared in this process (once each is enough: what
+it removes was left by graders that ended before this one started)."""
+
+
+def _new_folder(parent: Path) -> Path:
+    """The path of this process's next sandbox cgroup under ``parent``
+    (``attnclust-sandbox-<pid>-<n>``), after clearing the ones ended graders left there."""
+    if parent not in _REAPED:
+        _reap(parent)
+        _REAPED.add(parent)
+    return parent / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
 
 
 def _reap(parent: Path) -> None:
@@ -210,15 +223,14 @@ def _reap(parent: Path) -> None:
 
 
 def _make_cpu_cgroup() -> Path | None:
-    """A new CPU cgroup below this process's (cgroup v1's ``cpu`` hierarchy, or the same
-    folder as the memory cgroup on v2, where the controller is enabled), with the default
-    weight: sibling sandboxes get equal shares of the processors. ``None`` where none can be
-    made."""
+    """A new CPU cgroup below this process's in cgroup v1's ``cpu`` hierarchy, with the
+    default weight: sibling sandboxes get equal shares of the processors. ``None`` where none
+    can be made, and on cgroup v2 (there the memory cgroup carries the cpu controller where
+    it is delegated: :func:`_enable_cpu_v2`)."""
     own = _own_cgroup("cpu")
     if own is None or own[1] != 1:
         return None
-    _reap(own[0])
-    folder = own[0] / f"attnclust-sandbox-{os.getpid()}-{next(_CGROUP_COUNT)}"
+    folder = _new_folder(own[0])
     try:
         folder.mkdir()
     except OSError:

@@ -68,7 +68,7 @@ kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
 
 __all__ = [
     "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_description", "check_header",
-    "parse_chapter", "parse_notebook",
+    "parse_chapter", "parse_notebook", "toc_chapters",
 ]
 
 CHECK_LINE = re.compile(r"^\s*#\s*check\s+(?P<label>[\w.:-]+)\s+points\s*=\s*(?P<points>\d+(?:\.\d+)?)")
@@ -397,20 +397,27 @@ EXERCISE_FENCE = re.compile(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", re.M)
 """The opening line of an exercise directive (plain or gated) in a chapter's source."""
 
 
+def toc_chapters(root: str | Path) -> list[tuple[str, str | None]]:
+    """``(file, part caption)`` of every page of the book's ``_toc.yml`` under ``root``, in
+    book order: its root page first (no part), then each part's chapters (``file`` as the
+    table of contents writes it, ``chapters/mixtures``)."""
+    import yaml
+
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text()) or {}
+    pages = [(toc["root"], None)] if toc.get("root") else []
+    return pages + [(c["file"], part.get("caption")) for part in toc.get("parts", [])
+                    for c in part.get("chapters", []) if c.get("file")]
+
+
 def exercise_offset(path: str | Path) -> int:
     """How many exercises the book has before the chapter at ``path``: the exercises of the
     chapters that come before it in the book's ``_toc.yml`` (the folder above ``chapters/``),
     which the book numbers on from one chapter to the next; 0 for a chapter of no book."""
-    import yaml
-
     path = Path(path).resolve()
-    toc_path = path.parent.parent / "_toc.yml"
-    if not toc_path.is_file():
+    root = path.parent.parent
+    if not (root / "_toc.yml").is_file():
         return 0
-    toc = yaml.safe_load(toc_path.read_text()) or {}
-    order = [toc.get("root", "")] + [c.get("file", "") for part in toc.get("parts", [])
-                                     for c in part.get("chapters", [])]
-    files = [path.parent.parent / f"{f}.md" for f in order if f]
+    files = [root / f"{f}.md" for f, _ in toc_chapters(root)]
     if path not in files:
         return 0
     return sum(len(EXERCISE_FENCE.findall(f.read_text())) for f in files[:files.index(path)]

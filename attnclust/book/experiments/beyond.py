@@ -286,8 +286,8 @@ def _prompts(size: str, i: int):
 
 def scores(runs: dict, size: str = "small") -> dict[str, Scores]:
     """The ARIs of every setting on ``SIZES[size]["n"]`` fresh prompts: the trained heads of
-    ``runs`` (name -> ``SettingRuns``), identity attention (one layer at LAM_ID, and the stack at the true noise level: both
-    oracles) and k-means."""
+    ``runs`` (name -> ``SettingRuns``), identity attention (one layer at LAM_ID, and the
+    stack at the true noise level: both oracles) and k-means."""
     k_base = jax.random.fold_in(jax.random.PRNGKey(11), 99)
     out = {}
     for i, (name, m) in enumerate(settings().items()):
