@@ -7,9 +7,14 @@ without being listed anywhere. A figure function takes
 ``size`` ("small": the book's CPU scale, seconds; "full": the paper-scale setting meant for
 an accelerator) and returns a ``matplotlib.figure.Figure``. ``python -m attnclust reproduce``
 regenerates them by name.
+
+Imported in IPython (a chapter, a notebook), the package makes IPython show every figure
+as the book does, with its smallest text size in the PNG
+(:func:`attnclust.book.figures._legibility.install_png_formatter`), where the browser
+checks of the built book read it.
 """
 
-from attnclust.book.figures import _registry
+from attnclust.book.figures import _legibility, _registry
 from attnclust.book.figures._registry import FigureSpec, make, names, register
 
 FIGURES: dict[str, FigureSpec] = _registry.FIGURES
@@ -18,5 +23,7 @@ FIGURES: dict[str, FigureSpec] = _registry.FIGURES
 
 :meta hide-value:
 """
+
+_legibility.install_png_formatter()
 
 __all__ = ["FIGURES", "FigureSpec", "make", "names", "register"]
