@@ -10,7 +10,7 @@ regenerates them by name.
 
 Imported in IPython (a chapter, a notebook), the package makes IPython show every figure
 as the book does, with its smallest text size in the PNG
-(:func:`attnclust.book.figures._legibility.install_png_formatter`), where the browser
+(``_legibility.install_png_formatter``), where the browser
 checks of the built book read it.
 """
 
