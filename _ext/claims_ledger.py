@@ -283,8 +283,22 @@ PAPER_SETTING_KEYS = ("K", "d", "L", "lam", "sigma", "r", "weights", "mixture", 
 """The parameters that name a setting in the paper table's verdicts (the full setting is in the
 evidence column)."""
 
-OUTCOME_WORDS = {"supported": "supported", "qualified": "supported with a qualification",
-                 "contradicted": "contradicted", "open": "not decided"}
+OUTCOME_WORDS = {"supported": "holds", "qualified": "holds with a qualification",
+                 "contradicted": "does not hold", "open": "not decided"}
+"""What one claim of the book says of the paper's statement (``claims.bears_on_paper``), as a
+verdict on that statement."""
+
+
+def _outcome_words(outcome: str, record: dict) -> str:
+    """The verdict on the paper's statement that one claim of the book gives: "holds", "does not
+    hold", ... , with "approximately" and by how much when the book's claim holds only
+    approximately."""
+    words = OUTCOME_WORDS[outcome]
+    if record["verdict"] == "approx" and outcome != "open":
+        words = words.replace("holds", "holds approximately", 1).replace("does not hold", "does not hold, approximately", 1)
+        if record.get("detail"):
+            words += f" ({record['detail']})"
+    return words
 
 
 def _short_setting(setting: dict) -> str:
@@ -317,8 +331,9 @@ def _paper_table(app, fromdoc: str, claims) -> nodes.table:
         judged = nodes.paragraph()
         judged += nodes.strong("", verdict.headline)
         out = [judged]
+        records = {k: item["record"] for _, k, item in mine}
         for outcome, key, setting in verdict.outcomes:
-            out.append(_text(f"{OUTCOME_WORDS[outcome]} at {_short_setting(setting)} ({key})"))
+            out.append(_text(f"{_outcome_words(outcome, records[key])} at {_short_setting(setting)} ({key})"))
         rows.append(([cell, evidence, out], f"paper-{pkey}"))
     return _table(["The paper claims (and its setting)", "What the book measures, at the book's setting",
                    "Verdict on the paper's claim, as tested here"], [28, 47, 25], rows, ["claims-paper"])

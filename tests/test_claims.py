@@ -99,6 +99,24 @@ def test_excludes_and_paired_difference():
     assert claims.holds_if(True).kind == "holds" and claims.holds_if(False, "why").detail == "why"
 
 
+def test_equivalent_is_two_one_sided_tests_on_the_90_percent_interval():
+    ninety = lambda est, lo, hi: stats.Interval(est, lo, hi, level=0.9)  # noqa: E731
+    assert claims.equivalent(ninety(0.1, -0.5, 0.8), 1.0).kind == "holds"
+    # an interval that contains 0 but reaches past the margin is no evidence of equivalence
+    assert claims.equivalent(ninety(0.1, -0.5, 1.2), 1.0).kind == "open"
+    assert claims.equivalent(ninety(2.0, 1.5, 2.5), 1.0).kind == "fails"
+    assert claims.equivalent(ninety(-2.0, -2.5, -1.0), 1.0).kind == "fails"
+    assert claims.equivalent(ninety(5.1, 4.6, 5.4), 0.5, point=5.0).kind == "holds"
+    v = claims.equivalent(ninety(0.9, 0.8, 0.99), 1.0)
+    assert v.kind == "holds" and 0 < v.margin_se < 3            # close to the upper margin
+    pd = stats.PairedDifference(ninety(0.0, -0.1, 0.1), 0, 8, 56)
+    assert claims.equivalent(pd, 0.2).kind == "holds"
+    with pytest.raises(ValueError, match="90% interval"):
+        claims.equivalent(iv(0.0, -0.1, 0.1), 1.0)              # a 95% interval
+    with pytest.raises(ValueError, match="margin"):
+        claims.equivalent(ninety(0.0, -0.1, 0.1), 0.0)
+
+
 def make(**kw):
     args = dict(setting=dict(K=2, d=5, L=50, lam=1.0), evidence=dict(x=0.97),
                 verdict=claims.at_least(0.97, 0.95))
@@ -237,12 +255,12 @@ def test_paper_verdict_names_what_its_claims_say_together():
     verdict = claims.paper_verdict
     assert verdict([]).headline == "not tested"
     assert verdict([rec("open", "supports")]).headline == "open"
-    assert verdict([rec("holds", "supports")]).headline == "supported at every setting tested"
-    assert verdict([rec("holds", "supports"), rec("approx", "qualifies")]).headline == "supported with qualifications"
+    assert verdict([rec("holds", "supports")]).headline == "holds at every setting tested"
+    assert verdict([rec("holds", "supports"), rec("approx", "qualifies")]).headline == "holds with qualifications"
     # a supporting claim that fails is evidence against the paper's claim
-    assert verdict([rec("fails", "supports")]).headline.startswith("contradicted")
+    assert verdict([rec("fails", "supports")]).headline.startswith("does not hold")
     mixed = verdict([rec("holds", "supports", 50), rec("holds", "contradicts", 100), rec("open", "supports")])
-    assert mixed.headline == "supported at some settings, contradicted at others; open at some settings"
+    assert mixed.headline == "holds at some settings, does not hold at others; open at some settings"
     assert [(o, s["L"]) for o, _, s in mixed.outcomes] == [("supported", 50), ("contradicted", 100), ("open", 50)]
 
 

@@ -106,9 +106,9 @@ def test_ledger_page_json_and_links(tmp_path):
     assert 'id="paper-quantization"' in ledger and "The book has no claim that tests it." in ledger
     assert "Setting: The paper&#8217;s simplified layer" in ledger or "Setting: The paper's simplified layer" in ledger
     assert "holds; it supports the paper" in ledger.replace("&#8217;", "'")
-    assert "<strong>supported at every setting tested</strong>" in ledger
+    assert "<strong>holds at every setting tested</strong>" in ledger
     assert "<strong>not tested</strong>" in ledger
-    assert "supported at K = 2, d = 5, L = 50, λ = 1, seeds = 16 (toy-aligns)" in ledger
+    assert "holds at K = 2, d = 5, L = 50, λ = 1, seeds = 16 (toy-aligns)" in ledger
     # the summary counts both claims as holding
     assert re.search(r"All chapters</p>\s*</td>\s*<td><p>2</p>\s*</td>\s*<td><p>2</p>", ledger)
     # math inserted into the page is typeset (MathJax is loaded on the page)

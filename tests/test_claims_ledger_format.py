@@ -28,3 +28,15 @@ def test_interval_of_equal_ends_is_one_value():
 
 def test_interval_of_distinct_ends_keeps_four_digits():
     assert ledger._value(iv(0.5, 0.41234, 0.61234)) == "0.5 (95% t CI 0.4123 to 0.6123, n = 16)"
+
+
+def test_paper_column_words_each_finding_as_a_verdict_on_the_papers_statement():
+    words = ledger._outcome_words
+    assert words("supported", {"verdict": "holds"}) == "holds"
+    assert words("contradicted", {"verdict": "holds"}) == "does not hold"
+    assert words("qualified", {"verdict": "holds"}) == "holds with a qualification"
+    assert words("open", {"verdict": "open", "detail": "the interval contains 0"}) == "not decided"
+    # a claim of the book that holds only approximately says so, and by how much
+    assert words("supported", {"verdict": "approx", "detail": "by 0.014"}) == "holds approximately (by 0.014)"
+    assert words("contradicted", {"verdict": "approx", "detail": "by 3%"}) == (
+        "does not hold, approximately (by 3%)")

@@ -26,7 +26,8 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
 - The **evidence** holds the measured numbers: plain numbers, ``stats.Interval`` (a
   statistic with its interval) or ``stats.PairedDifference``.
 - The **verdict** is computed from the evidence by ``at_least``, ``at_most``, ``close_to``,
-  ``excludes`` or ``holds_if`` (``all_of`` joins the verdicts of a sentence that says several
+  ``excludes``, ``equivalent`` (a "no difference", within a margin stated in advance) or
+  ``holds_if`` (``all_of`` joins the verdicts of a sentence that says several
   things): "holds", "approx" (holds approximately; the verdict says by
   how much), "fails" (does not hold) or "open" (the evidence cannot decide, for instance an
   interval that straddles the bound).
@@ -78,7 +79,7 @@ from attnclust.stats import Interval, PairedDifference
 __all__ = [
     "BEARINGS", "OUTCOMES", "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError",
     "PaperClaim", "PaperVerdict", "Verdict", "at_least", "all_of", "at_most", "bears_on_paper", "claim",
-    "close_to", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relative_margin",
+    "close_to", "equivalent", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relative_margin",
     "relaxed", "span",
 ]
 
@@ -533,6 +534,44 @@ def excludes(value: Interval | PairedDifference, point: float = 0.0) -> Verdict:
     return Verdict("holds", f"the whole interval is {side} {_g(point)}", z)
 
 
+def equivalent(value: Interval | PairedDifference, margin: float, point: float = 0.0) -> Verdict:
+    """Whether a difference is negligible: two one-sided tests (TOST) at the 5% level that
+    the quantity lies within ``point +- margin``, the margin stated in advance.
+
+    The test is decided by the interval at level 90%: "holds" when the whole interval lies
+    inside ``(point - margin, point + margin)`` (both one-sided tests reject a difference of
+    ``margin`` or more), "fails" when it lies wholly outside (the difference is at least the
+    margin), "open" otherwise. An interval that merely contains ``point`` says nothing of
+    equivalence: this is the check for a sentence that says "no difference".
+
+    Args:
+        value: a statistic with its 90% interval (``level=0.9``), or a ``PairedDifference``
+            whose interval is at 90%.
+        margin: the largest difference the sentence calls negligible, > 0.
+        point: the value of no difference.
+
+    Raises:
+        ValueError: if the interval's level is not 0.9, or ``margin`` is not positive.
+    """
+    iv = value.difference if isinstance(value, PairedDifference) else value
+    if not isinstance(iv, Interval):
+        raise TypeError(f"value must be an Interval or a PairedDifference, got value={value!r}")
+    if not math.isclose(iv.level, 0.9):
+        raise ValueError(f"an equivalence test at the 5% level reads the 90% interval, got level={iv.level!r}")
+    margin, point = _number("margin", margin), _number("point", point)
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got margin={margin!r}")
+    lo, hi = point - margin, point + margin
+    nearer = lo if iv.estimate - lo < hi - iv.estimate else hi
+    z = margin_in_se(iv, nearer, 1 if nearer == lo else -1)
+    say = f"the 90% interval {_g(iv.low)} to {_g(iv.high)}"
+    if lo < iv.low and iv.high < hi:
+        return Verdict("holds", f"{say} lies within {_g(point)} +- {_g(margin)}", z)
+    if iv.low >= hi or iv.high <= lo:
+        return Verdict("fails", f"{say} lies outside {_g(point)} +- {_g(margin)}", z)
+    return Verdict("open", f"{say} reaches past {_g(point)} +- {_g(margin)}", z)
+
+
 def all_of(*verdicts: Verdict) -> Verdict:
     """The verdict of a sentence that says several things, each with its own verdict: the
     weakest of them ("fails" before "open" before "approx" before "holds"), with the details
@@ -577,9 +616,10 @@ class PaperVerdict:
     """The verdict on one claim of the paper, as the book tests it (``paper_verdict``).
 
     Attributes:
-        headline: the verdict in words ("not tested", "supported at every setting tested",
-            "supported with qualifications", "contradicted for the book's model at every
-            setting tested", "supported at some settings, contradicted at others", "open"),
+        headline: the verdict on the paper's statement in words ("not tested", "holds at
+            every setting tested", "holds with qualifications", "does not hold for the book's
+            model at any setting tested", "holds at some settings, does not hold at others",
+            "open"),
             with "; open at some settings" when some claims cannot decide.
         outcomes: for each claim of the book that bears on it, ``(outcome, id, setting)``.
     """
@@ -607,13 +647,13 @@ def paper_verdict(records: list[Mapping[str, Any]]) -> PaperVerdict:
     if not decided:
         return PaperVerdict("open", outcomes)
     if "contradicted" in decided and decided != {"contradicted"}:
-        headline = "supported at some settings, contradicted at others"
+        headline = "holds at some settings, does not hold at others"
     elif "contradicted" in decided:
-        headline = "contradicted for the book's model at every setting tested"
+        headline = "does not hold for the book's model at any setting tested"
     elif "qualified" in decided:
-        headline = "supported with qualifications"
+        headline = "holds with qualifications"
     else:
-        headline = "supported at every setting tested"
+        headline = "holds at every setting tested"
     if "open" in kinds:
         headline += "; open at some settings"
     return PaperVerdict(headline, outcomes)
