@@ -214,6 +214,19 @@ def test_student_edition_has_no_solution_text(chapter):
     nbformat.validate(nb)
 
 
+def test_resubmission_is_explained_to_students_and_instructors(chapter):
+    """The student edition says how to resubmit; the instructors' page says what the
+    student does and what the instructor runs, and that only a changed file is regraded."""
+    intro = student_notebook(chapter).cells[0].source
+    assert "To resubmit, hand in the notebook again under the same name" in intro
+    page = " ".join((ROOT / "chapters" / "instructors.md").read_text().split())
+    said = page[page.index("**Resubmission.**"):][:700]
+    for words in ("hands in the notebook again under the same name",
+                  "run the same `grade` command, with the same `--out`",
+                  "Only the changed file is graded again", "an unchanged file keeps its grade"):
+        assert words in said, words
+
+
 def test_instructor_edition_keeps_solutions_without_directives(chapter):
     nb = instructor_notebook(chapter)
     text = _text(nb)
@@ -1235,6 +1248,31 @@ def test_feedback_names_what_went_wrong(attacked):
                for ex in FULL)
 
 
+def _verdicts_shown(folder: Path, student: str) -> dict[str, str]:
+    """Exercise -> what the check cells of ``student``'s executed notebook print."""
+    nb = nbformat.read(folder / f"{student}.ipynb", as_version=4)
+    assert not [c for c in nb.cells if "_attnclust_export" in c.source], "grader cells left"
+    return {c.metadata["attnclust"]["check"]: "".join(o.get("text", "") for o in c.outputs)
+            for c in nb.cells if "check" in c.metadata.get("attnclust", {})}
+
+
+@pytest.mark.integration
+def test_executed_notebooks_show_each_checks_verdict(attacked):
+    """``--executed``: each check cell of a student's executed notebook prints what the
+    student edition's check would (correct, not right yet with the hint, not answered yet),
+    and the grader's own cells are gone."""
+    folder = attacked["paths"]["executed"]
+    assert _verdicts_shown(folder, "wrong") == {
+        "ex-toy-1": "ex-toy-1: not right yet. expected the derivative 4*x**3\n",
+        "ex-toy-2": "ex-toy-2: correct\n", "ex-toy-3": "ex-toy-3: correct\n"}
+    assert _verdicts_shown(folder, "blank")["ex-toy-3"] == (
+        "ex-toy-3: not answered yet (store your answer in ex_toy_3)\n")
+    assert _verdicts_shown(folder, "raising")["ex-toy-2"].startswith(
+        "ex-toy-2: not answered yet (store your answer in ex_toy_2); an earlier cell raised "
+        "ZeroDivisionError")
+    assert "could not run" in _verdicts_shown(folder, "a_fakes")["ex-toy-1"]
+
+
 @pytest.mark.integration
 def test_grading_without_a_sandbox_still_checks_outside_the_kernel(tmp_path):
     """``unsafe``: no sandbox, but the checks still cannot be fooled by the kernel."""
@@ -1249,10 +1287,17 @@ def test_grading_without_a_sandbox_still_checks_outside_the_kernel(tmp_path):
     honest = json.loads(_attack_notebook(student_notebook(chapter),
                                          Attack("ref", FULL, HONEST)))
     grades = grade_notebooks({"a_monkeypatch": nb, "ref": honest}, autograder_material(chapter),
-                             timeout=120, unsafe=True)
+                             timeout=120, unsafe=True, executed_dir=tmp_path / "executed")
     assert [g.points for g in grades] == [0, 0, 1, 2, 1, 1]
     assert grades[0].feedback == "ex-toy-1: expected the derivative 4*x**3"
     assert grades[1].feedback == "ex-toy-2: expected the mean 3.0"
+    # the executed notebooks show the checks' verdicts, not what the kernel made of them
+    assert _verdicts_shown(tmp_path / "executed", "a_monkeypatch") == {
+        "ex-toy-1": "ex-toy-1: not right yet. expected the derivative 4*x**3\n",
+        "ex-toy-2": "ex-toy-2: not right yet. expected the mean 3.0\n",
+        "ex-toy-3": "ex-toy-3: correct\n"}
+    assert set(_verdicts_shown(tmp_path / "executed", "ref").values()) == {
+        f"{ex}: correct\n" for ex in FULL}
 
 
 # ---- the real chapters -------------------------------------------------------------------
@@ -1352,12 +1397,67 @@ def test_to_jupyter_rewrites_roles_and_directives():
 def test_real_editions_have_no_myst_markup_left(stem):
     import re
 
+    from attnclust.assignments.markdown import raw_markup
+
     ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
     for nb in (student_notebook(ch), instructor_notebook(ch)):
         md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert not re.findall(r"\{[a-z]+(?::[a-z]+)?\}`", md), stem
         assert "```{prf:" not in md and "{glue" not in md
+        assert raw_markup(md) == [], stem
         assert r"\newcommand{\R}" in nb.cells[0].source
+
+
+READER_CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.md")
+                         if p.read_text().startswith("---") and "\nkernelspec:" in p.read_text())
+"""The chapters the book offers as reader editions (every notebook page)."""
+
+
+@pytest.mark.parametrize("stem", READER_CHAPTERS)
+def test_reader_editions_have_no_raw_markup(stem):
+    """The reader edition (the download button's notebook), with a value glued for every
+    glue name of the chapter as the build glues them: no role, directive, equation label
+    or glue name is left in its Markdown (:func:`.markdown.raw_markup`, the scan the
+    browser test runs on what JupyterLab renders)."""
+    from attnclust.assignments import reader_notebook
+    from attnclust.assignments.markdown import glue_names, raw_markup
+
+    path = ROOT / "chapters" / f"{stem}.md"
+    names = glue_names(path.read_text())
+    nb = reader_notebook(parse_chapter(path), {n: {"text/plain": "0.25"} for n in names})
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert raw_markup(md, names) == [], stem
+
+
+def test_raw_markup_scan_finds_what_a_reader_should_not_see():
+    from attnclust.assignments.markdown import raw_markup
+
+    for planted in ("$$ x $$ (eq-planted)", "$$\nx\n$$ (eq-planted)", "by equation (eq-head-limit)",
+                    "see (fig-a)", "{eq}`eq-x`", "```{prf:theorem}", ":label: thm-x", "{glue}`n`"):
+        assert raw_markup(f"A fine sentence.\n{planted}\nMore.") != [], planted
+    assert raw_markup("the best `lam` is `best_lam`.", {"best_lam"}) == ["`best_lam`"]
+    assert raw_markup("**Exercise 2** (`ex-mixtures-2`): by (2), $$x \\tag{2}$$ and "
+                      "(Lloyd, 1982); `lam`.", {"best_lam"}) == []
+
+
+def test_equations_are_numbered_as_the_book_numbers_them():
+    """Labelled display equations are numbered per page, 1, 2, ... in page order (Sphinx's
+    numbering, the book's table of contents not being numbered); each edition shows the
+    number beside the equation (``\\tag``) and ``{eq}`` references as "(N)"."""
+    from attnclust.assignments.markdown import References, equation_numbers, to_jupyter
+
+    text = ("$$ a $$\n\n$$\nb\n$$ (eq-b)\n\n```{prf:proposition} P\n:label: prop-p\n\n"
+            "$$ c $$ (eq-c)\n```\n\n```python\n'$$ d $$ (eq-code)'\n```\n\nBy {eq}`eq-c`.")
+    numbers = equation_numbers(text)
+    assert numbers == {"eq-b": 1, "eq-c": 2}
+    out = to_jupyter(text, References(equations=numbers))
+    assert "$$\nb \\tag{1}\n$$" in out and "c \\tag{2}" in out and "By (2)." in out
+    assert "(eq-b)" not in out and "(eq-c)" not in out
+    assert equation_numbers((ROOT / "chapters" / "attention.md").read_text()) == {
+        "eq-two-head-layer": 1, "eq-head-limit": 2}
+    ch = parse_chapter(ROOT / "chapters" / "attention.md")
+    md = "\n".join(c.source for c in instructor_notebook(ch).cells if c.cell_type == "markdown")
+    assert "\\tag{2}" in md and "can be read off (1)" in " ".join(md.split())
 
 
 def test_exercises_are_numbered_as_the_book_numbers_them():

@@ -75,3 +75,59 @@ def test_student_checks_print_their_verdict_and_never_stop_the_notebook(tmp_path
     assert "ex-toy-1: not right yet. expected the derivative 3*x**2" in said, said
     assert "ex-toy-2: the check could not run on your answer (ValueError" in said, said
     assert "ex-toy-3: correct" in said, said
+
+
+FASTEST_COURSE_CHAPTER = "mixtures"
+"""The course chapter whose student edition runs fastest (as in tests/test_assignments.py)."""
+
+
+def _verdicts(nb, labels) -> dict[str, str]:
+    """Label -> what its check cell printed."""
+    return {c.metadata["attnclust"]["check"]: "".join(o.get("text", "") for o in c.outputs
+                                                       if o.output_type == "stream")
+            for c in nb.cells if c.metadata.get("attnclust", {}).get("check") in labels}
+
+
+@pytest.mark.integration
+def test_real_student_edition_checks_say_pass_or_fail_and_never_stop(tmp_path):
+    """A course chapter's student edition, run top to bottom with a reference answer, a
+    wrong choice, an answer of the wrong kind and one left unanswered: no cell stops the
+    notebook, and each check prints one clear verdict, "correct", "not right yet." with a
+    hint, "could not run on your answer" or "not answered yet"."""
+    from nbclient import NotebookClient
+
+    chapter = parse_chapter(ROOT / "chapters" / f"{FASTEST_COURSE_CHAPTER}.md")
+    exercises = list(chapter.exercises.values())
+    solved = next(e for e in exercises if e.kind in ("derivation", "coding"))
+    chosen = next(e for e in exercises if e.kind == "interpretation")
+    reference = "\n".join(p.source for p in chapter.pieces
+                          if p.kind == "solution_code" and p.label == chosen.label)
+    right = re.search(rf"{chosen.variable}\s*=\s*[\"'](\w)[\"']", reference)[1]
+    others = [e for e in exercises if e not in (solved, chosen)]
+    answers = {solved.variable: "\n".join(p.source for p in chapter.pieces if
+                                          p.kind == "solution_code" and p.label == solved.label),
+               chosen.variable: f"{chosen.variable} = {'ab'[right == 'a']!r}",
+               others[0].variable: f"{others[0].variable} = 'two'"}
+    nb = student_notebook(chapter)
+    for cell in nb.cells:
+        for var, code in answers.items():
+            if cell.cell_type == "code" and cell.source.startswith(f"{var} = None"):
+                cell.source = code
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "chapters")}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "error"]
+    assert not errors, errors[0]
+    said = _verdicts(nb, chapter.exercises)
+    assert set(said) == set(chapter.exercises)
+    assert said[solved.label] == f"{solved.label}: correct\n"
+    assert said[chosen.label].startswith(f"{chosen.label}: not right yet. ")
+    assert "expected" in said[chosen.label], said[chosen.label]  # the check's hint
+    assert said[others[0].label].startswith(
+        (f"{others[0].label}: the check could not run on your answer (",
+         f"{others[0].label}: not right yet. ")), said[others[0].label]
+    for ex in others[1:]:
+        assert said[ex.label] == (f"{ex.label}: not answered yet (store your answer in "
+                                  f"{ex.variable})\n")
+    for label, text in said.items():
+        assert text.count("\n") == 1, (label, text)  # one verdict, nothing else

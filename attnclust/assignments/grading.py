@@ -22,7 +22,9 @@ For each submission:
    Nothing a submission does to builtins, modules or IPython reaches the checks.
 4. **Score.** An exercise gets its points when all of its checks passed, else 0; the
    feedback is the check's assertion message (which names the exercise and what was
-   expected), or why the check could not run.
+   expected), or why the check could not run. With ``--executed``, each executed notebook
+   is saved without the grader's cells, each check cell showing the verdict the student
+   edition would print there (correct, not right yet with the hint, not answered yet).
 
 Where no sandbox can be made (:func:`.sandbox.probe`), grading stops and says why, unless
 ``unsafe=True`` (``--unsafe``): the notebooks then run as the grader's user, seeing what it
@@ -478,6 +480,7 @@ class _Run:
     executed: dict | None = None
     grader_failed: bool = False  # the grader, not the submission, stopped it
     memory: str = ""  # why, when a process of the sandbox was killed for its memory
+    shown: Path | None = None  # where the executed notebook was saved, for its verdicts
 
 
 def _oversized_string(values: dict) -> str | None:
@@ -843,7 +846,9 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
     ``timeout`` (s) limits each whole notebook, ``cell_timeout`` (s, default ``timeout``)
     each of its cells, ``check_timeout`` (s) each check on one student's answers. ``jobs``
     notebooks run at a time. ``executed_dir``: where each executed notebook is saved
-    (``<student>.ipynb``), to look at the errors. ``unsafe``: run without a sandbox.
+    (``<student>.ipynb``), to look at the errors: without the grader's plumbing, each check
+    cell showing the check's verdict as the student edition prints it (:func:`student_view`,
+    :func:`show_verdicts`). ``unsafe``: run without a sandbox.
     ``limits``: the sandboxes' resource limits. ``hidden``: paths (course material,
     submissions, grades) that no sandbox may see. ``progress(student)`` is called as each
     notebook finishes running, ``on_graded(student, grades)`` as its grades are final.
@@ -887,7 +892,10 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
                                 f"{_clip(e)})", grader_failed=True)
             _settle(run)
             if executed_path is not None and run.executed is not None:
-                _save_executed(run.executed, executed_path / executed_name(student))
+                path = executed_path / executed_name(student)
+                view = student_view(run.executed, nb, material) or run.executed
+                if _save_executed(view, path):
+                    run.shown = path
             run.executed = None
             return run, unanswered(nb, material)
         finally:
@@ -920,9 +928,12 @@ def grade_notebooks(notebooks: dict[str, object], material: dict, *,
                     run, blank = outcome[student]
                     if run is None:
                         finish(student, _zero(student, material, blank))
-                    else:
-                        finish(student, _score(student, material, run, blank, results,
-                                               chapter_errors, settings))
+                        continue
+                    finish(student, _score(student, material, run, blank, results,
+                                           chapter_errors, settings))
+                    if run.shown is not None:
+                        show_verdicts(run.shown, verdicts(student, material, run, blank,
+                                                          results, settings))
             if checker is not None:
                 checker.stop()
     except BaseException:  # interrupted: stop every sandbox now, not at its time limit
@@ -961,19 +972,128 @@ def executed_name(student: str) -> str:
     return f"{head}-{digest}.ipynb"
 
 
-def _save_executed(nb: dict, path: Path) -> None:
-    """Save an executed notebook; one that cannot be written (a full disk, a name the file
-    system refuses) is reported on standard error and skipped: it never stops the grading."""
+def _save_executed(nb: dict | None, path: Path) -> bool:
+    """Save an executed notebook; whether it was saved. One that cannot be written (a full
+    disk, a name the file system refuses) is reported on standard error and skipped: it
+    never stops the grading."""
     try:
         text = nbformat.writes(nbformat.from_dict(nb))
     except Exception:  # noqa: BLE001 -- a sandbox sent something that is not a notebook
-        return
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text)
     except OSError as e:
         print(f"warning: the executed notebook {printable(str(path))} was not saved "
               f"({printable(e.strerror or str(e))})", file=sys.stderr)
+        return False
+    return True
+
+
+# ---- the executed notebook as the student sees it ------------------------------------------
+
+def shown_check_source(label: str, points: float) -> str:
+    """The source of a check cell in a student's executed notebook: its header and a line
+    saying that the verdict below is the grader's. Not the check itself: with hidden checks
+    (``build --hidden-checks``) the student never saw it, and the executed notebook goes
+    back to the student."""
+    return (f"# check {label} points={points:g}\n"
+            "# Checked by the grader on your answer; its verdict is below.")
+
+
+def student_view(executed: object, prepared: nbformat.NotebookNode,
+                 material: dict) -> dict | None:
+    """The executed notebook as it goes back to the student (``--executed``): the grader's
+    plumbing taken out (the exporter's first cell, the exports at the end) and each export
+    cell shown as the check cell it stands for (:func:`shown_check_source`, tagged
+    ``check``, ``{"attnclust": {"check": label, "occurrence": n}}`` in its metadata), where
+    :func:`show_verdicts` puts the check's verdict once the checks have run. Which cells
+    are plumbing is read from ``prepared`` (the notebook the grader built, whose cells the
+    executed one has in the same order), not from the executed notebook's metadata, which
+    the sandbox sent; ``None`` when ``executed`` is not a notebook of those cells."""
+    cells = executed.get("cells") if isinstance(executed, dict) else None
+    if not isinstance(cells, list) or len(cells) != len(prepared.cells):
+        return None
+    points = {item["label"]: check_header(item["source"]) for item in material["program"]
+              if item["kind"] == "check"}
+    kept = []
+    for ours, cell in zip(prepared.cells, cells):
+        mark = ours.metadata.get("attnclust", {})
+        if not isinstance(cell, dict) or mark.get("exporter") or \
+                mark.get("export", {}).get("final"):
+            continue
+        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        cell = dict(cell, metadata={k: v for k, v in meta.items() if k != "attnclust"})
+        if "export" in mark:
+            label, occ = mark["export"]["label"], mark["export"]["occurrence"]
+            header = points.get(label)
+            cell = dict(nbformat.v4.new_code_cell(shown_check_source(
+                label, header[1] if header else 0)), execution_count=cell.get("execution_count"))
+            cell["metadata"] = {"tags": ["check"],
+                                "attnclust": {"check": label, "occurrence": occ}}
+        kept.append(cell)
+    return dict(executed, cells=kept)
+
+
+def verdict(label: str, variable: str, result: dict) -> str:
+    """What a check printed in the student edition (:func:`.editions.guarded_check_source`)
+    for the checker's ``result``: "correct", "not right yet" with the check's message as
+    the hint, "not answered yet", or that the check could not run on the answer."""
+    status, ename, evalue = result["status"], result.get("ename", ""), result.get("evalue", "")
+    if status == "ok":
+        return f"{label}: correct"
+    if status == "fail":
+        return (f"{label}: not right yet. "
+                f"{_clip(evalue).removeprefix(f'{label}: ') or 'The check failed.'}")
+    if status in ("blank", "missing"):
+        return f"{label}: not answered yet (store your answer in {variable})"
+    return (f"{label}: the check could not run on your answer ({ename}: {_clip(evalue)}); "
+            f"see what the exercise asks to store in {variable}")
+
+
+def verdicts(student: str, material: dict, run: _Run, blank: set[str], results: dict,
+             settings: _Settings) -> dict[tuple[str, int], str]:
+    """``(label, occurrence)`` -> the verdict shown at that check cell of ``student``'s
+    executed notebook: :func:`verdict` of the check that graded it, or, where no check
+    ran, why (the grade's feedback)."""
+    variables = {ex["label"]: ex["variable"] for ex in material["exercises"]}
+    out = {}
+    for i, item in enumerate(material["program"]):
+        if item["kind"] != "check":
+            continue
+        label, occ = item["label"], item["occurrence"]
+        result = results.get((i, student))
+        if (label, occ) not in run.answers:
+            out[label, occ] = _not_run_feedback(label, occ, run, settings)
+        elif result is None or result.get("ename") == "CheckerError":
+            out[label, occ] = _check_feedback(label, result or {"status": "error", "ename":
+                                              "CheckerError", "evalue": "no result"},
+                                              run, run.answers[label, occ][0],
+                                              label in blank, variables[label])
+        else:
+            said = verdict(label, variables[label], result)
+            earlier = _earlier_error(run, run.answers[label, occ][0])
+            if result["status"] not in ("ok", "fail", "blank") and earlier:
+                said += f"; an earlier cell raised {earlier}"
+            out[label, occ] = said
+    return out
+
+
+def show_verdicts(path: Path, said: dict[tuple[str, int], str]) -> None:
+    """Put each check's verdict (``said``) into the executed notebook saved at ``path`` by
+    :func:`student_view`, as the standard output of its check cell, as the student edition
+    prints it. A notebook that cannot be read or written again keeps what it had."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 -- saved by us; if it is gone, nothing to show
+        return
+    for cell in nb.cells:
+        mark = cell.metadata.get("attnclust", {}) if cell.cell_type == "code" else {}
+        key = (mark.get("check"), mark.get("occurrence")) if isinstance(mark, dict) else None
+        if key in said:
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                                   text=said[key] + "\n")]
+    _save_executed(nb, path)
 
 
 def grade_notebook(nb: object, material: dict, *, student: str = "",

@@ -11,7 +11,10 @@ what the HTML book shows in their place, taken from the book's own sources
 
 - ``{cite}`` → (Author et al., year), from ``chapters/references.bib`` (pybtex);
 - ``{doc}`` → the chapter's title in italics; ``{prf:ref}`` → the result's kind and title;
-  ``{numref}`` → Fig. "caption"; ``{eq}`` → equation (label);
+  ``{numref}`` → Fig. "caption"; ``{eq}`` → the equation's number as the book shows it,
+  "(2)" (:func:`equation_numbers`; an unknown label as "equation (label)");
+- a labelled display equation ``$$ … $$ (label)`` → ``$$ … \tag{2} $$``: MathJax shows its
+  number beside it, as the book does;
 - ``{claim}`id``` → (claim ``id``): its sentence is stated by a cell of the chapter;
 - ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
   that glues it and appears only in the HTML book (the editions' first cell says so); in
@@ -31,7 +34,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["Fenced", "References", "glued_text", "split_fences", "to_jupyter"]
+__all__ = ["RAW_MARKUP", "Fenced", "References", "equation_numbers", "glue_names", "glued_text",
+           "raw_markup", "split_fences", "to_jupyter"]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
@@ -109,6 +113,7 @@ class References:
     figures: dict[str, str] = field(default_factory=dict)  # figure name -> caption
     citations: dict[str, str] = field(default_factory=dict)  # bib key -> "Lloyd, 1982"
     macros: dict[str, str] = field(default_factory=dict)  # MathJax macros of _config.yml
+    equations: dict[str, int] = field(default_factory=dict)  # equation label -> its number
     # glued values of the executed chapter (name -> MIME bundle, myst-nb's <page>.glue.json);
     # empty for the student and instructor editions, which show the names instead
     glued: dict[str, dict] = field(default_factory=dict)
@@ -116,9 +121,10 @@ class References:
     @classmethod
     def from_chapters(cls, chapters_dir: str | Path) -> "References":
         chapters_dir = Path(chapters_dir)
-        titles, results, figures = {}, {}, {}
+        titles, results, figures, equations = {}, {}, {}, {}
         for path in sorted(chapters_dir.glob("*.md")):
             text = path.read_text(encoding="utf-8")
+            equations.update(equation_numbers(text))
             heading = re.search(r"^# (.+)$", text, re.M)
             if heading:
                 titles[path.stem] = heading[1].strip()
@@ -130,13 +136,53 @@ class References:
             for m in _FIGURE.finditer(text):
                 figures[m["name"]] = m["caption"].strip().strip("'\"")
         return cls(titles, results, figures, _citations(chapters_dir / "references.bib"),
-                   _macros(chapters_dir.parent / "_config.yml"))
+                   _macros(chapters_dir.parent / "_config.yml"), equations=equations)
 
     def macro_definitions(self) -> str:
         """The book's MathJax macros as inline \\newcommand math, which Jupyter's MathJax
         keeps for the notebook's later cells (empty when there are none)."""
         defs = "".join(f"\\newcommand{{\\{name}}}{{{body}}}" for name, body in self.macros.items())
         return f"${defs}$" if defs else ""
+
+
+_LABELLED_MATH = re.compile(r"\$\$(?P<body>.*?)\$\$(?:[ \t]*\((?P<label>[\w:.-]+)\))?",
+                            re.DOTALL)
+"""A display equation ``$$ … $$``, with its MyST label ``(label)`` after it when it has one
+(each ``$$`` pair in turn, so that a closing ``$$`` never opens the next equation)."""
+
+_NO_MATH_FENCES = ("code-cell", "code", "code-block", "bibliography")
+
+
+def _labels_in_order(text: str) -> list[str]:
+    """The labels of the labelled display equations of ``text`` (MyST), in page order:
+    in its prose and in its directives' bodies, nested ones included, not in code."""
+    labels = []
+    for part in split_fences(text):
+        if isinstance(part, str):
+            labels += [m["label"] for m in _LABELLED_MATH.finditer(part) if m["label"]]
+        elif part.name and part.name not in _NO_MATH_FENCES:
+            labels += _labels_in_order(part.body)
+    return labels
+
+
+def equation_numbers(text: str) -> dict[str, int]:
+    """Label -> number of each labelled display equation of a chapter (its MyST text),
+    numbered as the book numbers them: Sphinx numbers labelled display mathematics per
+    page, 1, 2, … in page order (the book's table of contents is not ``numbered``, so no
+    chapter prefix), and shows ``{eq}`` references as "(N)"."""
+    return {label: n for n, label in enumerate(_labels_in_order(text), start=1)}
+
+
+def _number_equations(text: str, refs: References) -> str:
+    """``text`` with each labelled display equation's label replaced by ``\\tag{N}``
+    inside it (its number, :func:`equation_numbers`), which MathJax shows beside the
+    equation; an equation of unknown label keeps ``(label)``."""
+    def tag(m: re.Match) -> str:
+        number = refs.equations.get(m["label"]) if m["label"] else None
+        if number is None:
+            return m[0]
+        return f"$${m['body'].rstrip()} \\tag{{{number}}}\n$$"
+    return _LABELLED_MATH.sub(tag, text)
 
 
 def _macros(config: Path) -> dict[str, str]:
@@ -215,7 +261,8 @@ def _role(m: re.Match, refs: References) -> str:
         inner = replace(refs, figures={})  # a caption's own roles, without figures: no cycles
         return "Fig. “" + _ROLE.sub(lambda r: _role(r, inner), first) + "”"
     if role == "eq":
-        return f"equation ({target})"
+        number = refs.equations.get(target)
+        return f"({number})" if number is not None else f"equation ({target})"
     return m[0]
 
 
@@ -237,7 +284,8 @@ def to_jupyter(text: str, refs: References | None = None) -> str:
     out = []
     for part in split_fences(text):
         if isinstance(part, str):
-            out.append(_ROLE.sub(lambda m: _role(m, refs), _TARGET_LINE.sub("", part)))
+            part = _number_equations(_TARGET_LINE.sub("", part), refs)
+            out.append(_ROLE.sub(lambda m: _role(m, refs), part))
         elif part.name == "prf:proof":
             out.append(_quote("*Proof.*", to_jupyter(part.body, refs) + " ∎"))
         elif part.name and part.name.startswith("prf:"):
@@ -247,3 +295,35 @@ def to_jupyter(text: str, refs: References | None = None) -> str:
         else:
             out.append(part.raw)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+
+
+# ---- what a reader must never see -------------------------------------------------------
+
+RAW_MARKUP = re.compile(
+    r"\{[a-z:-]+\}`"                                   # a role
+    r"|```\{|:::\{"                                     # a directive's fence
+    r"|^:(?:label|class|name|tags):"                    # a directive's option line
+    r"|\{glue"                                          # a glue role, however written
+    r"|\$\$[ \t]*\([\w:.-]+\)"                          # a display equation's MyST label
+    r"|\((?:eq|fig|sec|def|thm|prop|lem|tbl)-[\w:.-]+\)",  # a label shown for its number
+    re.MULTILINE)
+"""MyST that Jupyter shows as text: a role, a directive fence or option, a glue role, the
+label of a display equation after its ``$$`` and a label in parentheses where the book shows
+a number ("equation (eq-head-limit)" for "(2)"). Exercise labels are not in it: the editions
+name each exercise by its label on purpose (`` (`ex-mixtures-2`) ``). Shared by the unit
+tests of the editions and the browser test of JupyterLab (tests/browser/)."""
+
+
+def glue_names(text: str) -> set[str]:
+    """The names that the glue roles of ``text`` (MyST) show."""
+    return {m["content"].strip().partition(":")[0] for m in _ROLE.finditer(text)
+            if m["role"].startswith("glue")}
+
+
+def raw_markup(text: str, missing_glue: set[str] | frozenset = frozenset()) -> list[str]:
+    """What of ``text`` (Markdown, or the text a browser rendered from it) a reader would
+    see unrendered: each match of :data:`RAW_MARKUP`, and each name of ``missing_glue`` (a
+    chapter's glue names, :func:`glue_names`, in an edition that should show their values)
+    left as the code span `` `name` `` that stands for a value the build did not glue."""
+    found = [m.group(0) for m in RAW_MARKUP.finditer(text)]
+    return found + [f"`{name}`" for name in sorted(missing_glue) if f"`{name}`" in text]
