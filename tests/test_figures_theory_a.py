@@ -19,7 +19,6 @@ from attnclust.book.widgets import mixture as wm
 FIGURE_CHAPTERS = {
     "preface-layers": "preface",
     "mixture-prompts": "mixtures",
-    "mixture-explorer": "mixtures",
     "clustering-vs-separation": "mixtures",
     "softmax-temperature": "attention",
     "tilting-sampling": "attention",

@@ -6,14 +6,22 @@ Used by test_small_screens.py, and as a command that prints the counts for a bui
 
     .venv/bin/python tests/browser/layout.py [HTML_ROOT] [--widths 1280 390]
 
-A figure's text size is that of matplotlib's default 10-point text as the reader sees
-it: 10 pt at the PNG's resolution (its pHYs chunk, the savefig dpi), times the ratio of
-the width it is shown at to its pixel width. Legends and tick labels are often smaller.
+A figure's text size is that of its smallest text as the reader sees it, without zooming:
+the figure's PNG carries that size in points in its text chunk ``_legibility.PNG_KEY``
+(written by ``attnclust.book.figures._legibility.png``, which the book's figures are shown
+through) and its resolution in its pHYs chunk, so the size in CSS px is
+``pt / 72 * dpi * shown / natural``, with the width it is shown at measured in the page.
+Images given as ``data:`` URIs (the explorers' frames) are decoded and read the same way.
+A figure is too small below ``_legibility.FLOOR_PX`` (the desktop floor at 1280 px, the
+phone's at 390 px); an image without the chunk cannot be measured and counts as a failure
+(every figure of the book must carry it).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +31,16 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import book_checks  # noqa: E402
+from attnclust.book.figures._legibility import FLOOR_PX, PNG_KEY, shown_text_px  # noqa: E402
 
 WIDTHS = (1280, 390)
 PHONE = 390
-MIN_TEXT_PX = 7.0
-"""Smallest legible text height in CSS px for the 10-pt text of a figure."""
-TEXT_PT = 10.0
+
+
+def floor_px(width: int) -> float:
+    """The smallest legible figure text, in CSS px, in a window ``width`` px wide: the
+    phone's floor up to a phone-sized window, the desktop's above."""
+    return FLOOR_PX["phone"] if width <= 600 else FLOOR_PX["desktop"]
 
 _MEASURE = r"""
 async (timeout) => {
@@ -63,36 +75,33 @@ async (timeout) => {
     i.addEventListener('load', r); i.addEventListener('error', r); setTimeout(r, timeout);
   })));
   const images = imgs.filter(i => i.naturalWidth > 0 && i.offsetParent !== null).map(i => ({
-    src: i.currentSrc || i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
-    zoomable: i.classList.contains('ac-zoomable')}));
+    src: i.currentSrc || i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width}));
   return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
           equations, images};
 }
 """
 
-_ZOOM = """
-async (src) => {
-  const img = Array.from(document.querySelectorAll('article img')).find(i => (i.currentSrc || i.src) === src);
-  if (!img) return null;
-  img.scrollIntoView();
-  img.click();
-  await new Promise(r => setTimeout(r, 100));
-  const big = document.querySelector('.ac-zoom-overlay img');
-  if (!big) return null;
-  if (!big.complete) await new Promise(r => big.addEventListener('load', r));
-  const shown = big.getBoundingClientRect().width;
-  document.querySelector('.ac-zoom-overlay').click();
-  return shown;
-}
-"""
 
 
 @dataclass
 class Figure:
-    src: str
-    text_px: float
-    zoomable: bool
-    zoomed_text_px: float | None = None
+    """One PNG image as the page shows it."""
+
+    src: str  # its address (a data: URI shortened)
+    natural: int  # its width in pixels
+    shown: float  # the width the page shows it at, in CSS px
+    dpi: float  # its resolution (pHYs)
+    pt: float | None  # its smallest text in points (PNG_KEY), None without the chunk
+
+    @property
+    def text_px(self) -> float | None:
+        """The smallest text as shown, in CSS px (None if the PNG does not say its size)."""
+        return None if self.pt is None else shown_text_px(self.pt, self.natural, self.shown, self.dpi)
+
+    def describe(self) -> str:
+        size = ("no smallest text size in the PNG" if self.pt is None
+                else f"{self.text_px:.1f} px text ({self.pt:g} pt)")
+        return f"{size}, {self.natural} px PNG at {self.dpi:g} dpi shown {self.shown:.0f} px wide: {self.src}"
 
 
 @dataclass
@@ -109,20 +118,42 @@ class Layout:
     figures: list[Figure] = field(default_factory=list)
 
     @property
+    def floor_px(self) -> float:
+        return floor_px(self.width)
+
+    @property
     def small_figures(self) -> list[Figure]:
-        return [f for f in self.figures if f.text_px < MIN_TEXT_PX]
+        """Figures whose smallest text is under the floor as shown (no zooming)."""
+        return [f for f in self.figures if f.pt is not None and f.text_px < self.floor_px]
+
+    @property
+    def unmeasured_figures(self) -> list[Figure]:
+        """PNGs without their smallest text size (PNG_KEY): every figure must carry it."""
+        return [f for f in self.figures if f.pt is None]
 
     @property
     def unreadable_figures(self) -> list[Figure]:
-        """Too small as shown and not readable once enlarged (no tap-to-enlarge)."""
-        return [f for f in self.small_figures
-                if f.zoomed_text_px is None or f.zoomed_text_px < MIN_TEXT_PX]
+        """Figures that fail: too small, or not measurable."""
+        return self.unmeasured_figures + self.small_figures
 
 
-def png_dpi(path: Path) -> float:
-    with Image.open(path) as im:
-        dpi = im.info.get("dpi")
-    return float(dpi[0]) if dpi else 72.0
+def png_text_info(data: bytes | Path) -> tuple[float, float | None] | None:
+    """(dpi, smallest text pt or None) of a PNG, or None if it is not a PNG."""
+    with Image.open(io.BytesIO(data) if isinstance(data, bytes) else data) as im:
+        if im.format != "PNG":
+            return None
+        info = dict(im.info)
+    dpi = info.get("dpi")
+    pt = info.get(PNG_KEY)
+    return (float(dpi[0]) if dpi else 72.0), (float(pt) if pt is not None else None)
+
+
+def _data_uri(src: str) -> bytes | None:
+    """The bytes of a base64 ``data:image/png`` URI, None for any other."""
+    head, _, payload = src.partition(",")
+    if not head.startswith("data:image/png") or not head.endswith(";base64"):
+        return None
+    return base64.b64decode(payload)
 
 
 def _local_file(html_root: Path, base_url: str, src: str) -> Path | None:
@@ -144,17 +175,16 @@ def measure(context, base_url: str, html_root: Path, docname: str, width: int) -
             elif eq["width"] > eq["available"] + 1:
                 layout.scrolling_equations.append(eq["tex"].strip())
         for img in state["images"]:
-            path = _local_file(html_root, base_url, img["src"])
-            if path is None or path.suffix.lower() != ".png":
+            src = img["src"]
+            if src.startswith("data:"):
+                data, name = _data_uri(src), src[:40] + "..."
+            else:
+                path = _local_file(html_root, base_url, src)
+                data, name = (path if path is not None and path.suffix.lower() == ".png" else None), src
+            info = png_text_info(data) if data is not None else None
+            if info is None:
                 continue
-            px_per_pt = png_dpi(path) / 72.0
-            fig = Figure(img["src"], TEXT_PT * px_per_pt * img["shown"] / img["natural"],
-                         img["zoomable"])
-            if fig.text_px < MIN_TEXT_PX and fig.zoomable:
-                shown = page.evaluate(_ZOOM, img["src"])
-                if shown:
-                    fig.zoomed_text_px = TEXT_PT * px_per_pt * shown / img["natural"]
-            layout.figures.append(fig)
+            layout.figures.append(Figure(name, img["natural"], img["shown"], *info))
         return layout
     finally:
         page.close()
@@ -166,6 +196,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_root", nargs="?", default=str(book_checks.REPO / "_build" / "html"))
     parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS))
+    parser.add_argument("--verbose", action="store_true", help="print every figure's size")
     args = parser.parse_args(argv)
     root = Path(args.html_root)
     docnames = book_checks.toc_docnames(book_checks.REPO)
@@ -180,14 +211,19 @@ def main(argv=None) -> int:
             total_eqs_pages = [lay.docname for lay in layouts if lay.offscreen_equations]
             figs = sum(len(lay.figures) for lay in layouts)
             small = sum(len(lay.small_figures) for lay in layouts)
-            unreadable = sum(len(lay.unreadable_figures) for lay in layouts)
+            unmeasured = sum(len(lay.unmeasured_figures) for lay in layouts)
+            sizes = [f.text_px for lay in layouts for f in lay.figures if f.pt is not None]
             sideways = [f"{lay.docname} ({lay.sideways:.0f} px)" for lay in layouts if lay.sideways > 1]
             print(f"width {width}px: {len(layouts)} pages; display equations past the screen's "
                   f"edge: {eqs} (pages: {', '.join(total_eqs_pages) or 'none'}), scrolling in "
                   f"their own box: {scrolling}; "
-                  f"figures with 10-pt text under {MIN_TEXT_PX:g} px: {small} of {figs}, "
-                  f"of which not readable when tapped: {unreadable}; pages scrolling sideways: "
-                  f"{', '.join(sideways) or 'none'}")
+                  f"figures with text under {floor_px(width):g} px: {small} of {figs} "
+                  f"(smallest {min(sizes, default=float('nan')):.1f} px), without their text size: "
+                  f"{unmeasured}; pages scrolling sideways: {', '.join(sideways) or 'none'}")
+            if args.verbose:
+                for lay in layouts:
+                    for f in lay.figures:
+                        print(f"  {lay.docname}: {f.describe()}")
         context.close()
         browser.close()
     return 0

@@ -2,8 +2,10 @@
 
 - At 1280 px and 390 px widths (layout.py): no page scrolls sideways, no display equation
   runs past the screen's edge (wide ones are scaled to fit, down to half size, then scroll
-  in their own box), and every figure whose 10-point text is under 7 CSS px as shown opens
-  at a legible size when tapped.
+  in their own box), and every figure's smallest text is at least
+  ``_legibility.FLOOR_PX`` CSS px as shown, without zooming (its desktop floor at 1280 px,
+  its phone floor at 390 px), read from the size each figure's PNG carries
+  (``_legibility.PNG_KEY``); a PNG without it fails.
 - Opened from ``file://`` with every network request refused, each page with mathematics
   typesets it (MathJax is served from the build itself).
 """
@@ -29,8 +31,9 @@ def test_page_fits_the_screen(docname, width, book_context, book_url, built_book
     if lay.sideways > 1:
         problems.append(f"the page scrolls sideways by {lay.sideways:.0f} px")
     problems += [f"equation past the screen's edge: {t!r}" for t in lay.offscreen_equations]
-    problems += [f"figure text {f.text_px:.1f} px and not enlarged to {layout.MIN_TEXT_PX} px "
-                 f"when tapped ({f.zoomed_text_px}): {f.src}" for f in lay.unreadable_figures]
+    problems += [f"figure without its smallest text size ({layout.PNG_KEY}): {f.describe()}"
+                 for f in lay.unmeasured_figures]
+    problems += [f"figure text under {lay.floor_px:g} px: {f.describe()}" for f in lay.small_figures]
     assert not problems, f"{docname}.html at {width} px:\n  " + "\n  ".join(problems)
 
 

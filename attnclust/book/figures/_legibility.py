@@ -91,6 +91,13 @@ def install_png_formatter() -> bool:
     shell = get_ipython()
     if shell is None:
         return False
+    # In a Jupyter kernel the inline backend, when first loaded (by the first pyplot figure),
+    # registers its own PNG formatter for Figure over any registered before: load it now, so
+    # that the formatter below comes after it and stays.
+    try:
+        import matplotlib_inline.backend_inline  # noqa: F401
+    except ImportError:  # pragma: no cover - ipykernel depends on it
+        pass
     formatter = shell.display_formatter.formatters["image/png"]
     formatter.for_type(matplotlib.figure.Figure, lambda fig: png(fig, dpi=fig.dpi))
     return True

@@ -27,6 +27,7 @@ from attnclust.limits import head_output_limit
 from attnclust.metrics import alignment
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")
@@ -96,16 +97,17 @@ def layer_outputs_demo(size: str = "small", L: int = 100, lam: float = DEFAULT.l
     )
 
 
+@styled
 def plot_layer_outputs(demo: dict) -> matplotlib.figure.Figure:
     """Three panels from :func:`layer_outputs_demo`: tokens, two-head outputs, identity
     outputs, all coloured by the tokens' true cluster."""
     X, lab, mu, theta = demo["X"], demo["labels"], demo["centroids"], demo["theta"]
-    fig = matplotlib.figure.Figure(figsize=(11, 4), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.0), layout="constrained")
     axes = fig.subplots(1, 3, sharex=True, sharey=True)
     panels = [
         (X, "input tokens"),
-        (demo["T"], "two-head layer: each cloud flattened"),
-        (demo["Q"], "identity attention: each cloud contracted"),
+        (demo["T"], "two-head layer:\neach cloud flattened"),
+        (demo["Q"], "identity attention:\neach cloud contracted"),
     ]
     for ax, (P, title) in zip(axes, panels):
         for c in range(2):
@@ -114,7 +116,7 @@ def plot_layer_outputs(demo: dict) -> matplotlib.figure.Figure:
                        label=f"cluster {c + 1}")
         ax.scatter(mu[:, 0], mu[:, 1], marker="x", s=90, linewidths=2.5, color="black",
                    label="centroids", zorder=5)
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
         ax.set_aspect("equal", adjustable="box")
         ax.grid(alpha=0.3)
         ax.set_xlabel("$x_1$")
@@ -128,8 +130,9 @@ def plot_layer_outputs(demo: dict) -> matplotlib.figure.Figure:
     axes[0].set_ylabel("$x_2$")
     axes[0].set_xlim(-1.8, 3.6)
     axes[0].set_ylim(-1.8, 3.6)
-    axes[0].legend(fontsize=8, loc="upper right")
-    axes[1].legend(fontsize=8, loc="upper right")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, handletextpad=0.3,
+               columnspacing=1.0)
     return fig
 
 
@@ -166,6 +169,7 @@ N(2, 0.5^2)), the query's tilt s (weights softmax(lam s u_k)) and the lambdas of
 
 
 @register("softmax-temperature", chapter="attention")
+@styled
 def softmax_temperature(size: str = "small") -> matplotlib.figure.Figure:
     """Softmax weights of one query over a prompt's keys, and the pooled value, as lambda
     grows: from the average of the values to the value of the best-matching key
@@ -174,24 +178,24 @@ def softmax_temperature(size: str = "small") -> matplotlib.figure.Figure:
     n = SOFTMAX_DEMO["keys_per_group"]
     u = np.sort(np.concatenate([rng.normal(0.0, 0.5, n), rng.normal(2.0, 0.5, n)]))
     s = SOFTMAX_DEMO["tilt"]  # the query's score: weights softmax(lam * s * u_k), values u_k
-    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     for lam, colour in zip(SOFTMAX_DEMO["lams"], ("grey", "tab:blue", "tab:orange", "tab:red")):
         a = lam * s * u
         w = np.exp(a - a.max())
         w /= w.sum()
         ax1.plot(u, w, marker="o", ms=4, color=colour, label=rf"$\lambda={lam:g}$")
-    ax1.set_xlabel(r"key value $u_k = \langle\theta, x_k\rangle$")
-    ax1.set_ylabel(r"weight $\mathrm{softmax}_k(\lambda s u_k)$")
-    ax1.legend(fontsize=8)
+    ax1.set_xlabel(r"key value $u_k$")
+    ax1.set_ylabel(r"weight of key $k$")
+    ax1.legend()
     ax1.grid(alpha=0.3)
     lams = np.logspace(-2, 2, 200)
     ax2.semilogx(lams, softmax_pool(u, s * u, lams), color="black", label="pooled value")
     ax2.axhline(u.mean(), color="grey", ls="--", label="mean of the values")
     ax2.axhline(u.max(), color="tab:red", ls=":", label="largest value")
     ax2.set_xlabel(r"inverse temperature $\lambda$")
-    ax2.set_ylabel(r"pooled value $\Sigma_k\, \mathrm{softmax}_k(\lambda s u_k)\, u_k$")
-    ax2.legend(fontsize=8)
+    ax2.set_ylabel("pooled value")
+    ax2.legend()
     ax2.grid(alpha=0.3)
     return fig
 
@@ -225,6 +229,7 @@ samples by figure size and the number of tilts (from -2 to 2) of the right panel
 
 
 @register("tilting-sampling", chapter="attention")
+@styled
 def tilting_sampling(size: str = "small") -> matplotlib.figure.Figure:
     """Samples of N(m, s^2) reweighted by e^{tu}: a histogram on the tilted Gaussian
     N(m + t s^2, s^2); and the sample tilted means against m + t s^2 for several t
@@ -235,8 +240,8 @@ def tilting_sampling(size: str = "small") -> matplotlib.figure.Figure:
     u = np.asarray(m + s * jax.random.normal(key, (n,)))
     w = np.exp(t * u - np.max(t * u))
     w /= w.sum()
-    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 5.6), layout="constrained")
+    ax1, ax2 = fig.subplots(2, 1)
     grid = np.linspace(m - 4 * s, m + t * s**2 + 4 * s, 300)
     pdf = lambda mean: np.exp(-((grid - mean) ** 2) / (2 * s**2)) / np.sqrt(2 * np.pi * s**2)  # noqa: E731
     ax1.hist(u, bins=80, density=True, alpha=0.35, color="grey", label="samples $u_k$")
@@ -247,16 +252,16 @@ def tilting_sampling(size: str = "small") -> matplotlib.figure.Figure:
              label=rf"$N(m + t s^2, s^2)$, $t={t}$")
     ax1.set_xlabel("$u$")
     ax1.set_ylabel("density")
-    ax1.legend(fontsize=7)
+    ax1.legend(loc="upper left")
     ts = np.linspace(-2.0, 2.0, TILTING_DEMO["n_tilts"])
     keys = jax.random.split(jax.random.PRNGKey(4), len(ts))
     est = np.array([tilted_mean_sample(k, float(tt), m, s, n) for k, tt in zip(keys, ts)])
     ax2.errorbar(ts, est[:, 0], yerr=2 * est[:, 1], fmt="o", capsize=3,
-                 label=f"softmax-weighted mean of {n} samples (±2 s.e.)")
+                 label=f"weighted mean of {n} samples (±2 s.e.)")
     ax2.plot(ts, m + ts * s**2, color="tab:red", label="$m + t s^2$")
     ax2.set_xlabel("tilt $t$")
     ax2.set_ylabel("tilted mean")
-    ax2.legend(fontsize=7)
+    ax2.legend()
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
     return fig
@@ -330,6 +335,7 @@ LS_SMALL = (16, 64, 256, 1024, 4096)
 LS_FULL = (16, 64, 256, 1024, 4096, 16384, 65536)
 
 
+@styled
 def plot_head_limit_error(err: dict) -> matplotlib.figure.Figure:
     """Log-log plot of :func:`head_limit_error` with its fitted line and an L^(-1/2) guide."""
     fig = matplotlib.figure.Figure(figsize=(5.5, 4), layout="constrained")
@@ -344,8 +350,8 @@ def plot_head_limit_error(err: dict) -> matplotlib.figure.Figure:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("prompt length $L$ (keys)")
-    ax.set_ylabel(r"$\| T_L(z) - T_\infty(z) \|$ (RMS over $z$ and prompts)")
-    ax.legend(fontsize=8)
+    ax.set_ylabel(r"$\| T_L(z) - T_\infty(z) \|$ (RMS over $z$, prompts)")
+    ax.legend()
     ax.grid(alpha=0.3, which="both")
     return fig
 

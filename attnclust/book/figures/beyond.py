@@ -15,6 +15,7 @@ import numpy as np
 
 from attnclust.book.experiments import beyond as ex
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 
 
 
@@ -27,6 +28,7 @@ def scores(size: str = "small") -> dict:
 
 @register("beyond-settings", chapter="beyond",
           description="Per setting: trained heads' |cos| (finite and large L) and ARI of heads, identity attention, k-means")
+@styled
 def settings_summary(size: str = "small"):
     """For every setting of the chapter: the worst head's ``|cos|`` with its matched centroid
     after training (finite L, median and 10-90% range over the seeds) and at the large-L
@@ -38,7 +40,7 @@ def settings_summary(size: str = "small"):
     names = list(runs)
     y = np.arange(len(names))
     h = 0.16
-    fig, ax = plt.subplots(figsize=(8.5, 6.4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 7.0))
     series = [
         ("|cos|, trained (L=50)", [runs[n].worst() for n in names], "tab:red"),
         ("|cos|, large-L minimiser", [runs[n].worst(True) if runs[n].has_inf else np.full(1, np.nan) for n in names], "darkred"),
@@ -55,30 +57,29 @@ def settings_summary(size: str = "small"):
         if spread.any():
             ax.errorbar(med[spread], (y + (j - 2) * h)[spread], xerr=[(med - lo)[spread], (hi - med)[spread]],
                         fmt="none", ecolor="black", lw=0.8, capsize=2)
-    ax.set_yticks(y, names, fontsize=8.5)
+    ax.set_yticks(y, names)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
-    ax.set_xlabel("|cos| of the worst head / mean ARI over prompts (bars: median over seeds, 10-90%)")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.4, -0.1), ncol=3)
-    ax.set_title(f"Beyond the paper's setting (d=5, r=2, L=50, $\\lambda$=1; {stored.budget['seeds']} seeds)")
-    fig.tight_layout()
+    ax.set_xlabel("worst head's |cos| / mean ARI\n(bars: median over seeds, 10-90%)")
+    fig.legend(loc="outside lower center", ncols=2)
+    ax.set_title(f"d=5, r=2, L=50, $\\lambda$=1; {stored.budget['seeds']} seeds")
     return fig
 
 
 @register("beyond-variances", chapter="beyond",
           description="Unequal variances: identity distortion, general large-L formula, isotropic formula, finite L")
+@styled
 def variances(size: str = "small"):
     """Identity attention on the unequal-variance mixture (sigma = 0.3, 0.7): distortion
     against lam from the general large-L formula, from the isotropic formula with the
     pooled sigma, and measured at finite L."""
     var = ex.variances(size)
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.0))
     ax.loglog(var.lams, var.D_general, "k-", label="large $L$, per-component covariances")
     ax.loglog(var.lams, var.D_isotropic, "k--", label="large $L$, isotropic formula (pooled $\\sigma$)")
     ax.loglog(var.lams, var.D_long, "o-", color="tab:blue", label=f"measured, $L={var.L_long}$")
     ax.set_xlabel("$\\lambda$")
     ax.set_ylabel("distortion")
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.set_title("Unequal variances ($\\sigma_1=0.3$, $\\sigma_2=0.7$)")
-    fig.tight_layout()
     return fig

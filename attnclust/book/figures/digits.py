@@ -13,6 +13,7 @@ from attnclust.book import benchmark as B
 from attnclust.book.experiments import digits as E
 from attnclust.book.experiments.icq import pair_cluster_difference
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.book.figures.icq import STYLE
 
 METHODS = (B.KMEANS, B.EM, B.MEANSHIFT, B.IDENTITY, B.IDENTITY_MASKED, B.STACK, B.STACK_MASKED, E.TRAINED,
@@ -49,6 +50,7 @@ def pair_matrix(d: str, method: str, metric: str = "ari_vs_ref") -> np.ndarray:
 
 @register("beyond-digits", chapter="beyond",
           description="Digits, all 45 pairs: pooled ARI differences to k-means per method, and per pair for identity attention")
+@styled
 def pairs(size: str = "small"):
     """All 45 pairs of digits: per method, the pooled mean ARI minus k-means' on the same
     prompts (cluster bootstrap 95% interval over the pairs, ``pair_cluster_difference``) at
@@ -56,7 +58,7 @@ def pairs(size: str = "small"):
     ARI difference of one identity layer (label-free lam) to k-means at the first dimension."""
     dat = data()
     dims = list(dat["pairs"])
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 8.8), gridspec_kw={"height_ratios": [1, 1.15]})
     names = [n for n in METHODS if n in dat["pairs"][dims[0]]["pooled"]["methods"] and n != B.KMEANS]
     offsets = np.linspace(-0.2, 0.2, len(dims))
     for j, d in enumerate(dims):
@@ -71,11 +73,11 @@ def pairs(size: str = "small"):
                        label=f"d = {d}" if i == 0 else None)
     a.axvline(0, color="0.4", lw=0.8)
     a.set_yticks(range(len(names)), [("oracle: " if dat["pairs"][dims[0]]["pooled"]["methods"][n]["oracle"] else "") + n
-                                     for n in names], fontsize=7.5)
+                                     for n in names])
     a.invert_yaxis()
-    a.set_xlabel(f"ARI minus k-means' ARI, pooled over {len(dat['pairs'][dims[0]]['per'])} pairs "
+    a.set_xlabel(f"ARI minus k-means', pooled over {len(dat['pairs'][dims[0]]['per'])} pairs\n"
                  "(paired; 95% CI, bootstrap over pairs)")
-    a.legend(fontsize=7.5, title="projection", title_fontsize=7.5)
+    a.legend(title="projection")
     M = pair_matrix(dims[0], B.IDENTITY)
     lim = np.nanmax(np.abs(M))
     im = b.imshow(M, cmap="RdBu", vmin=-lim, vmax=lim)
@@ -83,21 +85,21 @@ def pairs(size: str = "small"):
     b.set_yticks(range(10))
     b.set_xlabel("digit")
     b.set_ylabel("digit")
-    b.set_title(f"identity, 1 layer, minus k-means: ARI per pair (d = {dims[0]})", fontsize=9)
+    b.set_title(f"ARI of identity (1 layer) minus k-means', per pair (d = {dims[0]})")
     fig.colorbar(im, ax=b, fraction=0.046)
-    fig.tight_layout()
     return fig
 
 
 @register("beyond-digits-ten", chapter="beyond",
           description="Digits, the ten classes at once: mean ARI of every method against the projection dimension")
+@styled
 def ten(size: str = "small"):
     """The ten digits at once (K = 10): mean ARI with its 95% interval against the projection
     dimension, for every method (oracles dashed, hollow)."""
     dat = data()
     dims = sorted(dat["ten"], key=int)
     x = np.array([int(d) for d in dims])
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.6))
     for name in METHODS:
         if name not in dat["ten"][dims[0]]["pooled"]["methods"]:
             continue
@@ -108,9 +110,9 @@ def ten(size: str = "small"):
                     mfc="white" if oracle else colour, capsize=2, ms=4, label=("oracle: " if oracle else "") + name)
     ax.set_xscale("log")
     ax.set_xticks(x, [str(d) for d in x])
-    ax.set_xlabel("projection dimension $d$ (64: every pixel direction)")
+    ax.minorticks_off()  # the log axis' minor labels (3 x 10^0, ...) would crowd the dimensions
+    ax.set_xlabel("projection dimension $d$ (64: every pixel)")
     ax.set_ylabel("mean ARI (95% CI)")
-    ax.legend(fontsize=6.5, ncol=2)
-    ax.set_title(f"Ten digits, prompts of L = {dat['ten_L']} test images", fontsize=9)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncols=2)
+    ax.set_title(f"Ten digits, prompts of L = {dat['ten_L']} test images")
     return fig

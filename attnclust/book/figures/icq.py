@@ -28,6 +28,7 @@ from attnclust.book import benchmark as B
 from attnclust import symbolic, temperature
 from attnclust.book.experiments import icq as E
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 from attnclust.book import sizes
 
@@ -145,13 +146,14 @@ def _method_style(name: str):
 
 @register("icq-distortion", chapter="icq_experiments",
           description="Identity distortion against lam: large-L exact and bound, finite L, the clustering methods on the same prompts")
+@styled
 def distortion_vs_lam(size: str = "small"):
     """Distortion of identity attention against lam (in-context prompts) with the large-L
     exact value and bound, beside k-means, EM, mean shift and the trained two-head layer on
     the same prompts, and the label-free lam's distortion at its median lam."""
     res = results(size)
     bench = E.default_benchmark(size)
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = plt.subplots(figsize=(WIDTH, 6.2))
     lams = res["lams"]
     ax.plot(lams, res["D_bound"], "k--", label="bound $B(\\lambda)$ (large $L$)")
     ax.plot(lams, res["D_exact"], "k-", label="exact $D(\\lambda)$ (large $L$)")
@@ -169,20 +171,20 @@ def distortion_vs_lam(size: str = "small"):
     ax.set_yscale("log")
     ax.set_xlabel("temperature $\\lambda$")
     ax.set_ylabel("distortion $E\\|\\mathrm{output} - \\mu_{c}\\|^2$")
-    ax.legend(fontsize=7.5, ncol=2, loc="upper left")
-    ax.set_title(f"In-context quantization: K=2, d=5, r=2, $\\sigma$=0.5, {bench.n} prompts")
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncols=2)
+    ax.set_title(f"K=2, d=5, r=2, $\\sigma$=0.5, {bench.n} prompts")
     return fig
 
 
 @register("icq-sure", chapter="icq_experiments",
           description="SURE against the true distortion on single prompts; lam from the prompt against the oracle's lam")
+@styled
 def sure_curves(size: str = "small"):
     """Left: SURE(lam) with the estimated sigma beside the true distortion for three prompts.
     Right: per prompt, the label-free lam against the oracle's best lam on the same grid."""
     bench = E.default_benchmark(size)
     p = E.default_prompts(size)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 7.6))
     idx = np.arange(min(3, p.n))
     ch = temperature.sure_lambda(p.X[idx], p.K)
     own = p.own_centroids()[idx]
@@ -191,13 +193,13 @@ def sure_curves(size: str = "small"):
                      for g in grid])
     for j, c in zip(range(len(idx)), ("tab:blue", "tab:orange", "tab:green")):
         a.plot(grid[:, j], ch.sure[:, j], "-", color=c, label=f"SURE, prompt {j}")
-        a.plot(grid[:, j], true[:, j], "--", color=c, label=f"true distortion, prompt {j}")
+        a.plot(grid[:, j], true[:, j], "--", color=c, label=f"true, prompt {j}")
         a.axvline(ch.lam[j], color=c, lw=0.8, ls=":")
     a.set_xscale("log")
     a.set_yscale("symlog", linthresh=0.1)
     a.set_xlabel("$\\lambda$")
     a.set_ylabel("distortion")
-    a.legend(fontsize=7)
+    a.legend(ncols=2)
     a.set_title("Stein's estimate (label-free) and the truth")
     lam_free, lam_best = bench.scores[B.IDENTITY].lam, bench.scores[B.ORACLE_BEST].lam
     b.scatter(lam_best, lam_free, s=14, color="tab:blue", alpha=0.7, label="per prompt")
@@ -208,9 +210,8 @@ def sure_curves(size: str = "small"):
     b.set_yscale("log")
     b.set_xlabel("oracle $\\lambda$ (smallest true distortion on the grid)")
     b.set_ylabel("$\\lambda$ chosen by SURE")
-    b.legend(fontsize=7.5)
+    b.legend()
     b.set_title(f"{p.n} prompts, d={p.d}")
-    fig.tight_layout()
     return fig
 
 
@@ -226,7 +227,7 @@ def _forest(ax, rows, attr, scale=1.0, ref_line=0.0):
                     fmt=marker, color=colour, mec="k" if not r.oracle else colour, capsize=3,
                     mfc="white" if r.oracle else colour)
     ax.axvline(ref_line, color="0.4", lw=0.8)
-    ax.set_yticks(range(len(names)), [("oracle: " if r.oracle else "") + n for r, n in zip(rows, names)], fontsize=7.5)
+    ax.set_yticks(range(len(names)), [("oracle: " if r.oracle else "") + n for r, n in zip(rows, names)])
     ax.invert_yaxis()
     for i, r in enumerate(rows):
         if r.oracle:
@@ -235,13 +236,14 @@ def _forest(ax, rows, attr, scale=1.0, ref_line=0.0):
 
 @register("icq-benchmark", chapter="icq_experiments",
           description="Paired benchmark at the default setting: ARI and distortion differences to k-means, time per prompt")
+@styled
 def benchmark_forest(size: str = "small"):
     """The paired benchmark at the default setting: per method the mean ARI minus k-means'
     on the same prompts (bootstrap 95% interval), the mean distortion over the noise floor
     (t interval) and the time per prompt; oracles shaded."""
     bench = E.default_benchmark(size)
     rows = bench.rows
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.6), sharey=True, gridspec_kw={"width_ratios": [1.2, 1.2, 0.8]})
+    fig, axes = plt.subplots(3, 1, figsize=(WIDTH, 9.6), sharey=True)
     _forest(axes[0], rows, "ari_vs_ref")
     axes[0].set_xlabel("ARI minus k-means' ARI (paired, 95% CI)")
     _forest(axes[1], rows, "distortion", scale=bench.noise_floor, ref_line=1.0)
@@ -255,28 +257,27 @@ def benchmark_forest(size: str = "small"):
     for i, r in enumerate(rows):
         if r.oracle:
             axes[2].axhspan(i - 0.5, i + 0.5, color="0.92", zorder=0)
-    fig.suptitle(f"{bench.n} in-context prompts, K={bench.K}, d={bench.d}, L={bench.L}, r/$\\sigma$=4: every method on the same prompts",
-                 fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(f"{bench.n} in-context prompts, K={bench.K}, d={bench.d}, L={bench.L}, r/$\\sigma$=4")
     return fig
 
 
 @register("icq-regimes", chapter="icq_experiments",
           description="Identity attention against d at L=50: the weight of the own key, distortion at the bound's lam, label-free, self-masked")
+@styled
 def regimes(size: str = "small"):
     """Left: the mean weight a token gives its own key against d, measured at the bound's
     lam and at the label-free lam, with the estimate of prop-icq-self-weight. Right:
     distortion against d of one layer at the bound's lam, at the label-free lam, self-masked,
     beside the raw tokens, the prompt's mean and the true clusters' means."""
     rg = E.regimes(size)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.3))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 9.0))
     a.semilogx(rg.ds, rg.self_weight_bound, "P-", color="0.5", label="measured, bound's $\\lambda$ (oracle $\\sigma$, $r$)")
     a.semilogx(rg.ds, rg.self_weight_predicted, "k--", label="estimate (prop-icq-self-weight)")
     a.semilogx(rg.ds, rg.self_weight_sure, "D-", color="tab:blue", label="measured, $\\lambda$ from the prompt")
     a.axhline(1 / L, color="0.6", ls=":", lw=1, label="$1/L$ (uniform)")
     a.set_xlabel("dimension $d$")
     a.set_ylabel("mean weight $w_{ll}$ of the own key")
-    a.legend(fontsize=7.5)
+    a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     a.set_title(f"L={L}, r/$\\sigma$=4, {rg.n} prompts")
     for y, style, label, colour in ((rg.floor, ":", "raw tokens ($d\\sigma^2$)", "0.35"),
                                     (rg.D_mean, "-.", "prompt mean (one point)", "0.35"),
@@ -287,11 +288,10 @@ def regimes(size: str = "small"):
         b.loglog(rg.ds, y, style, color=colour, label=label, ms=5)
     for x, label in ((rg.d_star, "$d^*$"), (rg.d_star_masked, "$d^*_{mask}$")):
         b.axvline(x, color="tab:red", lw=0.8, ls="--")
-        b.text(x * 1.05, b.get_ylim()[0] * 1.3 if b.get_ylim()[0] > 0 else 0.05, label, color="tab:red", fontsize=9)
+        b.text(x * 1.05, b.get_ylim()[0] * 1.3 if b.get_ylim()[0] > 0 else 0.05, label, color="tab:red")
     b.set_xlabel("dimension $d$")
     b.set_ylabel("distortion")
-    b.legend(fontsize=7)
-    fig.tight_layout()
+    b.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     return fig
 
 
@@ -304,7 +304,9 @@ def _sweeps_data() -> dict:
 def _sweep_figure(unequal: bool):
     data = _sweeps_data()
     axes_names = list(data["sweeps"])
-    fig, axes = plt.subplots(2, len(axes_names), figsize=(13.5, 6.4), sharey="row")
+    # one row per sweep, the two metrics side by side (axes[i, j]: metric i, sweep j)
+    fig, grid = plt.subplots(len(axes_names), 2, figsize=(WIDTH, 2.2 * len(axes_names) + 1.6), sharey="col")
+    axes = grid.T
     for j, axis in enumerate(axes_names):
         for name in SWEEP_METHODS:
             colour, marker = _method_style(name)
@@ -315,25 +317,24 @@ def _sweep_figure(unequal: bool):
                                 mfc="white" if oracle else colour, label=("oracle: " if oracle else "") + name)
                 axes[i, j].fill_between(x, lo, hi, color=colour, alpha=0.15, lw=0)
         fixed = ", ".join(f"{k}={v}" for k, v in data["sweeps"][axis]["fixed"].items())
-        axes[0, j].set_title(f"{axis} sweep" + (f" ({fixed})" if fixed else ""), fontsize=9)
-        axes[1, j].set_xlabel(axis)
+        for i in range(2):
+            axes[i, j].set_xlabel(f"{axis}" + (f" ({fixed})" if fixed else ""))
         if axis in ("L", "d"):
             for i in range(2):
                 axes[i, j].set_xscale("log")
     axes[1, 0].set_yscale("log")
-    axes[0, 0].set_ylabel("mean ARI (95% CI)")
-    axes[1, 0].set_ylabel("distortion / noise floor")
+    axes[0, 0].set_title("mean ARI (95% CI)")
+    axes[1, 0].set_title("distortion / noise floor")
     for j in range(len(axes_names)):
         axes[1, j].axhline(1.0, color="0.5", lw=0.8, ls=":")
-    axes[0, -1].legend(fontsize=6.5, loc="lower right")
-    fig.suptitle(("unequal weights (ratio 4)" if unequal else "equal weights")
-                 + ": every method on the same prompts at each point", fontsize=10)
-    fig.tight_layout()
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    fig.suptitle("unequal weights (ratio 4)" if unequal else "equal weights")
     return fig
 
 
 @register("icq-sweeps", chapter="icq_experiments",
           description="Scaling sweeps over K, L, d and r/sigma, equal weights, from attnclust/book/results/icq-sweeps.json")
+@styled
 def sweeps_equal(size: str = "small"):
     """Mean ARI and distortion over the noise floor of the main methods along the four
     sweeps (equal weights), with 95% intervals; from the committed results file."""
@@ -342,6 +343,7 @@ def sweeps_equal(size: str = "small"):
 
 @register("icq-sweeps-unequal", chapter="icq_experiments",
           description="Scaling sweeps over K, L, d and r/sigma, unequal weights, from attnclust/book/results/icq-sweeps.json")
+@styled
 def sweeps_unequal(size: str = "small"):
     """As ``icq-sweeps`` with unequal weights (ratio 4 between the largest and the smallest)."""
     return _sweep_figure(True)
@@ -349,12 +351,13 @@ def sweeps_unequal(size: str = "small"):
 
 @register("icq-cost", chapter="icq_experiments",
           description="Time per prompt against L for every method, from attnclust/book/results/icq-sweeps.json")
+@styled
 def cost(size: str = "small"):
     """Wall-clock time per prompt against the prompt length L (L sweep, equal weights) for
     every method, measured in the sweeps' run."""
     data = _sweeps_data()
     rows = sorted((p for p in data["points"] if "L" in p["axes"] and not p["unequal"]), key=lambda p: p["L"])
-    fig, ax = plt.subplots(figsize=(7, 4.3))
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.4))
     names = list(rows[0]["methods"])
     for name in names:
         colour, marker = _method_style(name)
@@ -364,20 +367,22 @@ def cost(size: str = "small"):
                   label=("oracle: " if oracle else "") + name, ms=4)
     ax.set_xlabel("prompt length $L$")
     ax.set_ylabel("ms per prompt")
-    ax.legend(fontsize=6.5, ncol=2)
-    ax.set_title("Cost per prompt (batched JAX vs scikit-learn prompt by prompt)", fontsize=9)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncols=2)
+    ax.set_title("Batched JAX vs scikit-learn prompt by prompt")
     return fig
 
 
 @register("icq-stack", chapter="icq_experiments",
           description="Stacked identity layers: token trajectories in 2-D, spread within clusters against depth")
+@styled
 def stacked_layers(size: str = "small"):
     """Token trajectories under iterated identity attention (d = 2, lam = 1), and the spread
     within clusters and the distance between cluster means against depth for several lam."""
     res = results(size)
     colours = ("tab:blue", "tab:orange", "tab:green", "tab:red")
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.9))
+    fig = plt.figure(figsize=(WIDTH, 7.8))
+    mosaic = fig.subplot_mosaic([["traj", "traj"], ["spread", "gap"]], height_ratios=[1.15, 1])
+    axes = [mosaic["traj"], mosaic["spread"], mosaic["gap"]]
     tr, lab, mu = res["traj"], res["traj_labels"], res["traj_centroids"]
     ax = axes[0]
     for l in range(tr.shape[1]):
@@ -387,19 +392,17 @@ def stacked_layers(size: str = "small"):
     ax.scatter(mu[:, 0], mu[:, 1], marker="*", s=200, c="gold", edgecolors="k", label="centroids")
     ax.set_aspect("equal")
     ax.set_title("Trajectories, $\\lambda=1$, $d=2$")
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=3)
     depth = np.arange(res["depth"] + 1)
     for i, lam in enumerate(res["stack_lams"]):
         axes[1].semilogy(depth, np.maximum(res["spread"][i], 1e-8), "o-", ms=3, color=colours[i], label=f"$\\lambda$={lam}")
         axes[2].plot(depth, res["gap"][i], "o-", ms=3, color=colours[i], label=f"$\\lambda$={lam} (ARI {res['stack_ari'][i]:.2f})")
-    axes[1].set_xlabel("depth (identity layers)")
+    axes[1].set_xlabel("depth (layers)")
     axes[1].set_ylabel("spread within clusters")
-    axes[1].legend(fontsize=8)
     axes[2].axhline(R * np.sqrt(2), color="0.5", ls=":", label="$\\|\\mu_1-\\mu_2\\|$")
-    axes[2].set_xlabel("depth (identity layers)")
-    axes[2].set_ylabel("distance between cluster means")
-    axes[2].legend(fontsize=7)
-    fig.tight_layout()
+    axes[2].set_xlabel("depth (layers)")
+    axes[2].set_ylabel("distance between means")
+    fig.legend(*axes[2].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
 
@@ -412,13 +415,15 @@ def _plane(centroids: np.ndarray) -> np.ndarray:
 
 @register("icq-flatten", chapter="icq_experiments",
           description="Input clouds and the trained two-head layer's flattened outputs, fixed and in-context")
+@styled
 def flattened_clouds(size: str = "small"):
     """Input clouds and outputs of the trained two-head layer in the centroids' plane, on
     its own fixed mixture and on an in-context prompt (new centroids), with identity
     attention's outputs on the same prompt."""
     res = results(size)
     colours = ("tab:blue", "tab:orange")
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    fig, grid = plt.subplots(2, 2, figsize=(WIDTH, 5.8))
+    axes = [grid[0, 0], grid[0, 1], grid[1, 0]]
     mixture = ac.orthogonal_mixture(K=K, d=D, r=R, sigma=SIGMA)
     P = _plane(np.asarray(mixture.centroids))
     X, lab, T = res["flat_X"].reshape(-1, D), res["flat_labels"].reshape(-1), res["flat_T"].reshape(-1, D)
@@ -426,7 +431,7 @@ def flattened_clouds(size: str = "small"):
     axes[0].scatter(*(X @ P.T).T, c=cols, s=8, alpha=0.7)
     axes[0].set_title("Tokens (fixed mixture)")
     axes[1].scatter(*(T @ P.T).T, c=cols, s=8, alpha=0.7)
-    axes[1].set_title("Trained layer's outputs: flattened")
+    axes[1].set_title("Trained layer: flattened")
     th = res["theta"] @ P.T
     for ax in axes[:2]:
         ax.scatter(*(np.asarray(mixture.centroids) @ P.T).T, marker="*", s=200, c="gold", edgecolors="k")
@@ -442,11 +447,12 @@ def flattened_clouds(size: str = "small"):
     ax.scatter(*(res["ic_Q"][i] @ Pi.T).T, c=ci, s=14, marker="D", label="identity attention")
     ax.scatter(*(res["ic_T"][i] @ Pi.T).T, c=ci, s=14, marker="^", edgecolors="k", linewidths=0.3, label="trained layer")
     ax.scatter(*(res["ic_centroids"][i] @ Pi.T).T, marker="*", s=200, c="gold", edgecolors="k")
-    ax.set_title("In-context prompt (new centroids)")
-    ax.legend(fontsize=7)
+    ax.set_title("In-context prompt")
+    grid[1, 1].axis("off")
+    grid[1, 1].legend(*ax.get_legend_handles_labels(), loc="center")
     for ax in axes:
         ax.set_aspect("equal")
         ax.set_xlabel("along $\\mu_1$")
-    axes[0].set_ylabel("orthogonal, in the centroids' plane")
-    fig.tight_layout()
+    axes[0].set_ylabel("orthogonal, in the plane")
+    axes[2].set_ylabel("orthogonal, in the plane")
     return fig

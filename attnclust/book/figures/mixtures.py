@@ -3,7 +3,6 @@ mixture, def-mixture; distortion and the clustering measures, def-distortion).
 
 - ``mixture-prompts``: prompts from one fixed mixture beside in-context prompts, each
   projected on its own first two centroid directions;
-- ``mixture-explorer``: the mixture explorer's picture at its default slider values;
 - ``clustering-vs-separation``: k-means and EM run on each in-context prompt, scored by
   the adjusted Rand index and by their quantization distortion against the noise floor,
   as the separation r / sigma grows (:func:`baseline_scores`, :func:`plot_baseline_scores`).
@@ -20,8 +19,8 @@ import numpy as np
 from attnclust.baselines import em_per_prompt, kmeans_per_prompt
 from attnclust.metrics import adjusted_rand
 from attnclust.mixture import orthogonal_mixture, sample, sample_in_context
-from attnclust.book.widgets.mixture import DEFAULTS, draw_mixture
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
@@ -35,6 +34,7 @@ PROMPTS_L = {"small": 50, "full": 200}
 
 
 @register("mixture-prompts", chapter="mixtures")
+@styled
 def mixture_prompts(size: str = "small") -> matplotlib.figure.Figure:
     """Three prompts of a fixed mixture (top) and three in-context prompts (bottom), in the
     plane (``PROMPTS_SETTING``, ``PROMPTS_L`` tokens)."""
@@ -44,7 +44,7 @@ def mixture_prompts(size: str = "small") -> matplotlib.figure.Figure:
     Xf, lf = sample(key_fixed, mix, 3, L)
     Xi, li, mui = sample_in_context(key_ic, **PROMPTS_SETTING, n_prompts=3, L=L)
     muf = np.broadcast_to(np.asarray(mix.centroids), (3, 2, 2))
-    fig = matplotlib.figure.Figure(figsize=(9, 6), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 4.9), layout="constrained")
     axes = fig.subplots(2, 3, sharex=True, sharey=True)
     for row, (X, lab, mu, name) in enumerate(
         [(Xf, lf, muf, "fixed mixture"), (Xi, li, mui, "in-context")]
@@ -59,25 +59,19 @@ def mixture_prompts(size: str = "small") -> matplotlib.figure.Figure:
             ax.scatter(mu[i, :, 0], mu[i, :, 1], marker="x", s=80, linewidths=2.5,
                        color="black", label="centroids")
             ax.scatter([0], [0], marker="+", s=60, color="grey")
-            ax.set_title(f"{name}, prompt {i + 1}", fontsize=9)
+            if row == 0:
+                ax.set_title(f"prompt {i + 1}")
             ax.set_aspect("equal", adjustable="box")
             ax.grid(alpha=0.3)
             if row == 1:
                 ax.set_xlabel("$x_1$")
             if i == 0:
-                ax.set_ylabel("$x_2$")
-    axes[0, 0].legend(fontsize=7, loc="lower left")
+                ax.set_ylabel(f"{name}\n$x_2$")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(
         f"$K={PROMPTS_SETTING['K']}$, $d={PROMPTS_SETTING['d']}$, $r={PROMPTS_SETTING['r']:g}$, "
-        f"$\\sigma={PROMPTS_SETTING['sigma']:g}$, $L={L}$: the same centroids in every fixed "
-        "prompt, fresh orthogonal ones in every in-context prompt", fontsize=10)
+        f"$\\sigma={PROMPTS_SETTING['sigma']:g}$, $L={L}$")
     return fig
-
-
-@register("mixture-explorer", chapter="mixtures")
-def mixture_explorer_default(size: str = "small") -> matplotlib.figure.Figure:
-    """The mixture explorer at its default slider values (the widget's static figure)."""
-    return draw_mixture(**DEFAULTS)
 
 
 SEPARATIONS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -135,10 +129,11 @@ def baseline_scores(
     return res
 
 
+@styled
 def plot_baseline_scores(scores: dict[str, np.ndarray]) -> matplotlib.figure.Figure:
     """Two panels from :func:`baseline_scores`: ARI, and distortion / noise floor (log)."""
     s = scores["separations"]
-    fig = matplotlib.figure.Figure(figsize=(9, 3.6), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.4), layout="constrained")
     ax1, ax2 = fig.subplots(1, 2)
     for name, label, marker in (("kmeans", "k-means (Lloyd)", "o"), ("em", "EM, spherical", "s")):
         ax1.errorbar(s, scores[f"ari_{name}"], yerr=scores[f"ari_{name}_sem"], marker=marker,
@@ -153,9 +148,9 @@ def plot_baseline_scores(scores: dict[str, np.ndarray]) -> matplotlib.figure.Fig
     ax2.set_yscale("log")
     ax2.set_xlabel(r"separation $r/\sigma$")
     ax2.set_ylabel(r"distortion / $d\sigma^2$")
-    for ax in (ax1, ax2):
+    for ax, where in ((ax1, "lower right"), (ax2, "lower left")):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(loc=where)  # clear of the curves and of the noise floor at the top
     return fig
 
 

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from attnclust.book import repository_root
 from attnclust.book.perf import GOALS, validate
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 
 
 def load_results(size: str = "small", path: str | Path | None = None) -> dict:
@@ -30,13 +31,14 @@ def load_results(size: str = "small", path: str | Path | None = None) -> dict:
 
 
 @register("perf-identity-scaling", chapter="performance")
+@styled
 def identity_scaling(size: str = "small", results: dict | None = None):
-    """Identity attention at d = 32: time (left) and peak resident memory (right) against the
+    """Identity attention at d = 32: time (top) and peak resident memory (bottom) against the
     prompt length L, blocked and unblocked, with scikit-learn's KMeans time on the same
     tokens and the goals at L = 100,000 (dotted)."""
     results = load_results(size) if results is None else results
     rows = [r for r in results.get("identity", []) if "blocked_s" in r]
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained")
+    fig, (ax_t, ax_m) = plt.subplots(2, 1, figsize=(WIDTH, 6.8), layout="constrained")
     if not rows:
         for ax in (ax_t, ax_m):
             ax.text(0.5, 0.5, "no identity-attention measurements", ha="center", transform=ax.transAxes)
@@ -54,9 +56,9 @@ def identity_scaling(size: str = "small", results: dict | None = None):
     ax_t.axvline(goal_L, color="0.5", ls=":", lw=1)
     ax_t.set_xlabel("prompt length L")
     ax_t.set_ylabel("time (s)")
-    ax_t.set_title("time of one evaluation", fontsize=10)
+    ax_t.set_title("time of one evaluation")
     ax_t.grid(alpha=0.3, which="both")
-    ax_t.legend(fontsize=8)
+    ax_t.legend()
     ax_m.loglog(Ls, [r["blocked_rss_mb"] for r in rows], "o-", label="blocked: peak RSS")
     if full:
         ax_m.loglog([r["L"] for r in full], [r["full_rss_mb"] for r in full], "s--", label="unblocked: peak RSS")
@@ -65,27 +67,28 @@ def identity_scaling(size: str = "small", results: dict | None = None):
     ax_m.axvline(goal_L, color="0.5", ls=":", lw=1)
     ax_m.set_xlabel("prompt length L")
     ax_m.set_ylabel("peak resident memory (MB)")
-    ax_m.set_title("memory of the process", fontsize=10)
+    ax_m.set_title("memory of the process")
     ax_m.grid(alpha=0.3, which="both")
-    ax_m.legend(fontsize=8)
+    ax_m.legend()
     return fig
 
 
 @register("perf-roofline", chapter="performance")
+@styled
 def roofline_fractions(size: str = "small", results: dict | None = None):
     """Fraction of the exp roofline (the exps a kernel needs by design at the exp throughput
     measured in the same run) reached by the training step at each L (the library, its
     previous kernel, the C++ FFI kernels of ``benchmarks/kernel`` when the run timed them,
     PyTorch eager and torch.compile; bars at the median, whiskers from the
-    slowest to the fastest repeat), and by identity attention at each L (right)."""
+    slowest to the fastest repeat), and by identity attention at each L (bottom)."""
     import numpy as np
 
     results = load_results(size) if results is None else results
     steps = results.get("steps", [])
     peers = results.get("peers") or {}
     ids = [r for r in results.get("identity", []) if "blocked_frac_exp_roofline" in r]
-    fig, (ax_s, ax_i) = plt.subplots(1, 2, figsize=(9.5, 3.8), layout="constrained",
-                                     gridspec_kw={"width_ratios": [2, 1]})
+    fig, (ax_s, ax_i) = plt.subplots(2, 1, figsize=(WIDTH, 7.4), layout="constrained",
+                                     gridspec_kw={"height_ratios": [1.4, 1]})
     if not steps:
         ax_s.text(0.5, 0.5, "no training-step measurements", ha="center", transform=ax_s.transAxes)
     else:
@@ -116,8 +119,8 @@ def roofline_fractions(size: str = "small", results: dict | None = None):
         ax_s.set_xticks(x, [f"L = {L}" for L in Ls])
         ax_s.set_ylabel("fraction of the exp roofline")
         ax_s.set_ylim(0, 1)
-        ax_s.set_title("training step (32 prompts, 2 heads)", fontsize=10)
-        ax_s.legend(fontsize=8)
+        ax_s.set_title("training step (32 prompts, 2 heads)")
+        ax_s.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=2)
         ax_s.grid(alpha=0.3, axis="y")
     if not ids:
         ax_i.text(0.5, 0.5, "no identity-attention measurements", ha="center", transform=ax_i.transAxes)
@@ -127,8 +130,8 @@ def roofline_fractions(size: str = "small", results: dict | None = None):
         ax_i.semilogx(Ls, [r["blocked_frac_roofline"] for r in ids], "s--", label="exp + matmul roofline")
         ax_i.set_xlabel("prompt length L")
         ax_i.set_ylim(0, 1)
-        ax_i.set_title("identity attention (d = 32)", fontsize=10)
-        ax_i.legend(fontsize=8)
+        ax_i.set_title("identity attention (d = 32)")
+        ax_i.legend()
         ax_i.grid(alpha=0.3, which="both")
     return fig
 

@@ -22,6 +22,7 @@ from attnclust.attention import identity_attend, identity_attention
 from attnclust.limits import identity_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 from attnclust.book import sizes
 
@@ -106,11 +107,12 @@ def distortion_curve_data(size: str = "small") -> dict:
 
 
 @register("distortion-lambda", chapter=CHAPTER)
+@styled
 def distortion_lambda(size: str = "small") -> plt.Figure:
     """D(lam) at large L, its bound B(lam), the noise floor d sigma^2 and the finite-L
     distortion of identity attention (error bars: two standard errors)."""
     D = distortion_curve_data(size)
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.0))
     ax.plot(D["lam"], D["exact"], "-", label=r"exact $D(\lambda)$, large $L$")
     ax.plot(D["lam"], D["bound"], "--", label=r"bound $B(\lambda)$")
     ax.axhline(D["noise_floor"], color="gray", ls=":", label=r"noise floor $d\sigma^2$")
@@ -127,8 +129,7 @@ def distortion_lambda(size: str = "small") -> plt.Figure:
     ax.set_yticks([0.2, 0.5, 1, 2, 5])
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel(r"distortion $E\,\|Q(z)-\mu_{c(z)}\|^2$")
-    ax.legend(frameon=False, fontsize=8, loc="upper center")
-    fig.tight_layout()
+    ax.legend(frameon=False, loc="upper center")
     return fig
 
 
@@ -148,27 +149,29 @@ def distortion_scaling_data(size: str = "small") -> dict:
 
 
 @register("distortion-scaling", chapter=CHAPTER)
+@styled
 def distortion_scaling(size: str = "small") -> plt.Figure:
     """Best lam sigma^2 (bound, exact, asymptotic formula) and the distortion there
     (D / sigma^2, divided by d to compare with the noise floor) against r / sigma, for
     several dimensions d."""
     D = distortion_scaling_data(size)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 6.6), sharex=True)
     for i, d in enumerate(D["d"]):
         col = f"C{i}"
         a.plot(D["rho"], D["lam_exact_s2"][i], "-", color=col, label=f"exact D, d={d}")
         a.plot(D["rho"], D["lam_bound_s2"][i], "--", color=col, label=f"bound, d={d}")
         b.plot(D["rho"], D["exact_min_s2"][i] / d, "-", color=col, label=f"exact D, d={d}")
         b.plot(D["rho"], D["bound_s2"][i] / d, "--", color=col, label=f"bound, d={d}")
-    a.set_xlabel(r"separation $r/\sigma$")
     a.set_ylabel(r"best $\lambda\sigma^2$")
-    a.legend(frameon=False, fontsize=7, ncol=2)
     b.axhline(1.0, color="gray", ls=":", label="noise floor")
     b.set_yscale("log")
     b.set_xlabel(r"separation $r/\sigma$")
     b.set_ylabel(r"distortion at best $\lambda$ / $(d\sigma^2)$")
-    b.legend(frameon=False, fontsize=7, ncol=2)
-    fig.tight_layout()
+    handles, labels = b.get_legend_handles_labels()
+    n = len(D["d"])
+    order = [*range(0, 2 * n, 2), *range(1, 2 * n, 2), 2 * n]  # exact, then bound, then the floor
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], frameon=False,
+               loc="outside lower center", ncols=3)
     return fig
 
 
@@ -210,13 +213,14 @@ def fixed_points_data(size: str = "small") -> dict:
 
 
 @register("identity-fixed-points", chapter=CHAPTER)
+@styled
 def fixed_points(size: str = "small") -> plt.Figure:
     """The pitchfork of the fixed points of Q_inf: both coordinates of the fixed point of
     cluster 1 against lam, the merged fixed point (dashed where unstable), the centroid's
     coordinates r and 0, the end points of iterated Q_inf from mu_1, and the lam_r where the
     first coordinate reaches r."""
     D = fixed_points_data(size)
-    fig, ax = plt.subplots(figsize=(8.4, 3.8))
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.0))
     lam, lc = D["lam"], D["lam_critical"]
     stable = lam <= lc
     ax.plot(lam, D["split"][:, 0], "-", color="C0", label="fixed point of cluster 1: first coordinate")
@@ -233,6 +237,5 @@ def fixed_points(size: str = "small") -> plt.Figure:
     ax.annotate(r"$\lambda_r$", (D["lam_reach_r"], ax.get_ylim()[1]), textcoords="offset points", xytext=(3, -24))
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel("coordinate of the fixed point")
-    ax.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    fig.legend(frameon=False, loc="outside lower center", ncols=2)
     return fig

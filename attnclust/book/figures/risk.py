@@ -21,6 +21,7 @@ from attnclust.attention import two_head_layer
 from attnclust.limits import head_output_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 from attnclust.book import sizes
 
@@ -108,11 +109,12 @@ def risk_gap_data(size: str = "small") -> dict:
 
 
 @register("risk-gap", chapter=CHAPTER)
+@styled
 def risk_gap(size: str = "small") -> plt.Figure:
-    """Left: R_L - R_inf, its variance term and (minus) its cross term against L (log-log,
-    two standard errors), with the fitted power law of the gap; right: the same times L."""
+    """Top: R_L - R_inf, its variance term and (minus) its cross term against L (log-log,
+    two standard errors), with the fitted power law of the gap; bottom: the same times L."""
     D = risk_gap_data(size)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.6, 3.6))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 7.0), sharex=True)
     L = D["L"]
     series = ((D["gap"], D["se"], "o", r"$R_L - R_\infty$"),
               (D["variance"], D["variance_se"], "s", r"variance term $E\,\|T_L - T_\infty\|^2$"),
@@ -134,10 +136,8 @@ def risk_gap(size: str = "small") -> plt.Figure:
     b.set_xscale("log")
     b.axhline(0, color="gray", lw=0.8)
     b.set_ylabel(r"$L$ times the term (signed)")
-    for ax in (a, b):
-        ax.set_xlabel("prompt length $L$")
-        ax.legend(frameon=False, fontsize=7)
-    fig.tight_layout()
+    b.set_xlabel("prompt length $L$")
+    fig.legend(*a.get_legend_handles_labels(), frameon=False, loc="outside lower center", ncols=2)
     return fig
 
 
@@ -158,11 +158,14 @@ def aligned_branch_data(size: str = "small") -> dict:
 
 
 @register("aligned-branch", chapter=CHAPTER)
+@styled
 def aligned_branch(size: str = "small") -> plt.Figure:
-    """Left: the aligned fixed point c*(lam) beside the norm of the tilted minimiser's
-    heads; middle: ``|cos|`` of the tilted minimiser to its centroid; right: both risks."""
+    """Top left: the aligned fixed point c*(lam) beside the norm of the tilted minimiser's
+    heads; top right: ``|cos|`` of the tilted minimiser to its centroid; bottom: both risks."""
     D = aligned_branch_data(size)
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.3))
+    fig = plt.figure(figsize=(WIDTH, 6.4))
+    panels = fig.subplot_mosaic([["a", "b"], ["c", "c"]])
+    a, b, c = panels["a"], panels["b"], panels["c"]
     ticks = [0.02, 0.1, 0.5, 1, 4]
     a.plot(D["lam"], D["c_aligned"], "o-", label=r"aligned $\kappa^\star(\lambda)$")
     a.plot(D["lam"], np.hypot(D["c_tilted"], D["eps_tilted"]), "s--",
@@ -181,7 +184,6 @@ def aligned_branch(size: str = "small") -> plt.Figure:
         ax.set_xticklabels([str(t) for t in ticks])
         ax.minorticks_off()
         ax.set_xlabel(r"$\lambda$")
-    a.legend(frameon=False, fontsize=8)
-    c.legend(frameon=False, fontsize=8)
-    fig.tight_layout()
+    a.legend(frameon=False)
+    c.legend(frameon=False, loc="upper right")
     return fig

@@ -19,8 +19,7 @@ results files read by ``attnclust.book.experiments.training.stored_long`` and
 - ``training-k-heads``: K = 3 centroids with 3 heads, against the two large-L points;
 - ``training-tilt``: the measured final ``|cos|`` (committed runs, ``experiments.tilt_seeds``)
   against lam, its gap to the minimiser with intervals, and against r / sigma, beside the
-  large-L tilted minimiser of ``attnclust.symbolic.tilted_minimiser``;
-- ``training-explorer``: the training explorer at its default slider values.
+  large-L tilted minimiser of ``attnclust.symbolic.tilted_minimiser``.
 """
 
 from __future__ import annotations
@@ -32,9 +31,9 @@ from attnclust.book import sweeps
 from attnclust.book.experiments import landscape as ls
 from attnclust.book.experiments import training as tr
 from attnclust.train import INITS
-from attnclust.book.widgets.training import DEFAULTS, draw_training
 from attnclust.setting import DEFAULT
 from attnclust.book.figures._registry import register
+from attnclust.book.figures._style import WIDTH, styled
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 CLASS_COLOURS = ("tab:green", "tab:red", "tab:grey")
@@ -51,12 +50,13 @@ def _jitter(n: int, width: float = 0.15) -> np.ndarray:
 
 
 @register("training-inits", chapter="training_dynamics")
+@styled
 def training_inits(size: str = "small") -> matplotlib.figure.Figure:
     """Worst head's ``|cos|`` against the step for the four initialisations (mean, 10-90%
     band, thin lines: single seeds)."""
     runs = tr.init_regimes(size)
     ref = tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.sigma)
-    fig = matplotlib.figure.Figure(figsize=(10, 6.2), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 5.6), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True, sharey=True).ravel()
     for ax, init, colour in zip(axes, INITS, COLOURS):
         r = runs[init]
@@ -65,14 +65,14 @@ def training_inits(size: str = "small") -> matplotlib.figure.Figure:
         _band(ax, r.steps, r.worst, colour, "mean over seeds (band: 10-90%)")
         ax.axhline(ref, color="black", ls="--", lw=0.8, label=f"large-L minimiser {ref:.3f}")
         ax.axhline(1 / np.sqrt(2), color="grey", ls=":", lw=0.8, label=r"$1/\sqrt{2}$ (between)")
-        ax.set_title(f"init = {init!r} ({r.seeds} seeds)", fontsize=10)
+        ax.set_title(f"init = {init!r} ({r.seeds} seeds)")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     for ax in axes[2:]:
         ax.set_xlabel("Adam step")
     for ax in axes[::2]:
         ax.set_ylabel("worst head's |cos|")
-    axes[0].legend(fontsize=7, loc="lower right")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
 
@@ -89,7 +89,7 @@ def _outcome_bars(ax, runs: dict, title: str) -> None:
     ax.set_xticks(x, [f"{i!r}" for i in INITS])
     ax.set_xlabel("initialisation")
     ax.set_ylim(0, 1.05)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     ax.grid(alpha=0.3, axis="y")
 
 
@@ -99,6 +99,7 @@ def _budget_title(runs: dict) -> str:
 
 
 @register("training-outcomes", chapter="training_dynamics")
+@styled
 def training_outcomes(size: str = "small") -> matplotlib.figure.Figure:
     """Fraction of seeds ending aligned / between the centroids / elsewhere, per regime,
     with exact 95% intervals: at ``size`` and at the committed longer budget."""
@@ -107,23 +108,25 @@ def training_outcomes(size: str = "small") -> matplotlib.figure.Figure:
         panels.append(tr.stored_long().inits)
     except FileNotFoundError:
         pass
-    fig = matplotlib.figure.Figure(figsize=(5 * len(panels) + 1, 3.8), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.9), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
     for ax, runs in zip(axes, panels):
         _outcome_bars(ax, runs, _budget_title(runs))
     axes[0].set_ylabel("fraction of seeds")
-    axes[0].legend(fontsize=7, loc="upper center", ncols=2)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=4,
+               columnspacing=1.0, handletextpad=0.4)
     return fig
 
 
 @register("training-landscape", chapter="training_dynamics")
+@styled
 def training_landscape(size: str = "small") -> matplotlib.figure.Figure:
     """The smallest Hessian eigenvalue of R_L against L (mean and 95% interval over
     independent samples of prompts) at the split point (K = 2) and the symmetric point
     (K = 3), with the value for R_inf at 1/L = 0 (from the committed results file; the same
     at both sizes)."""
     data = ls.stored()
-    fig = matplotlib.figure.Figure(figsize=(10, 3.9), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 4.0), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, land, title in zip(axes, (data.split, data.symmetric),
                                ("split point, K = 2", "symmetric point, K = 3")):
@@ -132,25 +135,25 @@ def training_landscape(size: str = "small") -> matplotlib.figure.Figure:
         est = np.array([iv.estimate for iv in ivs])
         ax.errorbar(x, est, yerr=[est - [iv.low for iv in ivs], [iv.high for iv in ivs] - est],
                     fmt="o-", color="tab:blue", capsize=3, ms=4,
-                    label=f"$R_L$, {land.samples} samples per L (95% interval)")
+                    label="$R_L$ (95% interval)")
         ax.plot([0], [land.limit[0]], "s", color="black", ms=6, label=r"$R_\infty$ (quadrature)")
         ax.plot([0, x.min()], [land.limit[0], est[-1]], ":", color="black", lw=0.8)
         ax.axhline(0, color="grey", lw=0.8)
         top = ax.secondary_xaxis("top", functions=(lambda t: 1 / np.maximum(t, 1e-9), lambda L: 1 / np.maximum(L, 1e-9)))
-        top.set_xticks([L for L in land.Ls if L in (25, 50, 100, 200, 400)])
+        top.set_xticks([L for L in land.Ls if L in (25, 50, 100, 400)])  # 200 would crowd 100 and 400
         top.set_xlabel("L")
         ax.set_xlabel("1 / L")
-        ax.set_ylabel("smallest Hessian eigenvalue")
-        ax.text(0.97, 0.95, title, transform=ax.transAxes, ha="right", va="top", fontsize=9)
+        ax.set_title(f"{title}\n{land.samples} samples per L")
         ax.set_xlim(-0.002, x.max() * 1.08)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("smallest Hessian eigenvalue")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
 
 def _sweep_figure(runs: dict, label: str, refs: dict) -> matplotlib.figure.Figure:
-    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
-    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.4, 1))
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.6), layout="constrained")
+    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.3, 1))
     keys = list(runs)
     for k, (value, colour) in enumerate(zip(keys, COLOURS)):
         r = runs[value]
@@ -160,20 +163,21 @@ def _sweep_figure(runs: dict, label: str, refs: dict) -> matplotlib.figure.Figur
         ax_f.plot([k - 0.3, k + 0.3], [refs[value]] * 2, color="black", lw=1.2,
                   label="large-L minimiser" if k == 0 else None)
     ax_t.set_xlabel("Adam step")
-    ax_t.set_ylabel("worst head's |cos| (mean, 10-90% band)")
+    ax_t.set_ylabel("worst head's |cos|")
     ax_t.set_ylim(0, 1.02)
     ax_t.grid(alpha=0.3)
-    ax_t.legend(fontsize=7, loc="lower right")
+    ax_t.legend(loc="lower right")
     ax_f.set_xticks(range(len(keys)), [f"{v:g}" for v in keys])
     ax_f.set_xlabel(label)
-    ax_f.set_ylabel("final worst |cos| per seed (tail-averaged)")
+    ax_f.set_ylabel("final worst |cos| per seed")
     ax_f.set_ylim(0, 1.02)
     ax_f.grid(alpha=0.3)
-    ax_f.legend(fontsize=7, loc="lower right")
+    ax_f.legend(loc="lower right")
     return fig
 
 
 @register("training-separability", chapter="training_dynamics")
+@styled
 def training_separability(size: str = "small") -> matplotlib.figure.Figure:
     """Training curves and final ``|cos|`` for several r / sigma (r = 2, lam = 1, small init)."""
     runs = tr.separability(size)
@@ -181,6 +185,7 @@ def training_separability(size: str = "small") -> matplotlib.figure.Figure:
 
 
 @register("training-dimension", chapter="training_dynamics")
+@styled
 def training_dimension(size: str = "small") -> matplotlib.figure.Figure:
     """Training curves and final ``|cos|`` for several d (learning rate lr * sqrt(5 / d))."""
     runs = tr.dimension(size)
@@ -189,13 +194,14 @@ def training_dimension(size: str = "small") -> matplotlib.figure.Figure:
 
 
 @register("training-k-heads", chapter="training_dynamics")
+@styled
 def training_k_heads(size: str = "small") -> matplotlib.figure.Figure:
     """K = 3 orthogonal centroids, 3 heads: the worst head's ``|cos|`` per seed and the mean at
     ``size``; the final ``|cos|`` per seed, at ``size`` and at the committed longer budget,
     beside the symmetric point and the rotated minimiser of R_inf."""
     r = tr.k_heads(size)
-    fig = matplotlib.figure.Figure(figsize=(10, 3.8), layout="constrained")
-    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.4, 1))
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.8), layout="constrained")
+    ax_t, ax_f = fig.subplots(1, 2, width_ratios=(1.2, 1))
     for w in r.worst:
         ax_t.plot(r.steps, w, color="tab:purple", lw=0.4, alpha=0.4)
     _band(ax_t, r.steps, r.worst, "tab:purple", "mean (band: 10-90%)")
@@ -203,7 +209,7 @@ def training_k_heads(size: str = "small") -> matplotlib.figure.Figure:
     ax_t.set_ylabel("worst head's |cos|")
     ax_t.set_ylim(0, 1.02)
     ax_t.grid(alpha=0.3)
-    ax_t.legend(fontsize=7, loc="lower right")
+    ax_t.legend(loc="lower right")
     groups = [(f"{r.setting['steps']} steps", r)]
     try:
         long = tr.stored_long().k3
@@ -215,9 +221,9 @@ def training_k_heads(size: str = "small") -> matplotlib.figure.Figure:
         ax_f.scatter(k + _jitter(w.size, 0.25), w, s=10, color=COLOURS[k], alpha=0.7)
     try:
         k3 = ls.stored().k3
-        for key, ls_, name in (("cos_symmetric", "--", "symmetric point"), ("cos_rotated", ":", "rotated minimiser")):
+        for key, ls_, name in (("cos_symmetric", "--", "symmetric"), ("cos_rotated", ":", "rotated")):
             ax_f.axhline(min(k3[key]), color="black", ls=ls_, lw=1, label=f"R_inf {name}")
-        ax_f.legend(fontsize=7, loc="lower left")
+        ax_f.legend(loc="lower right")
     except FileNotFoundError:
         pass
     ax_f.set_xticks(range(len(groups)), [g[0] for g in groups])
@@ -230,32 +236,33 @@ def training_k_heads(size: str = "small") -> matplotlib.figure.Figure:
 
 
 @register("training-tilt", chapter="training_dynamics")
+@styled
 def training_tilt(size: str = "small") -> matplotlib.figure.Figure:
-    """The measured tilt beside the large-L tilted minimiser: left, the final ``|cos|`` (mean
+    """The measured tilt beside the large-L tilted minimiser: top, the final ``|cos|`` (mean
     of the two heads) of every run of the committed tilt experiment
     (``experiments.tilt_seeds``, the same seeds at every lam, runs started near the centroids)
     against lam; middle, its mean over seeds less the minimiser's, with the 95% t interval;
-    right, small-start runs ending aligned against r / sigma (``size``'s budget)."""
+    bottom, small-start runs ending aligned against r / sigma (``size``'s budget)."""
     from attnclust.book.experiments import tilt_seeds
 
     t, _ = tilt_seeds.stored()
-    fig = matplotlib.figure.Figure(figsize=(12, 3.8), layout="constrained")
-    ax_l, ax_g, ax_s = fig.subplots(1, 3)
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 9.6), layout="constrained")
+    ax_l, ax_g, ax_s = fig.subplots(3, 1)
     lams = np.asarray(t.lams)
     ax_l.plot(lams, t.theory, "k-o", ms=4, lw=1, label="large-L tilted minimiser")
     ax_l.scatter(np.repeat(lams, t.seeds), t.per_seed().ravel(), s=10, color="tab:blue", alpha=0.5,
                  label=f"trained, L = {t.setting['L']} ({t.seeds} seeds per λ)")
-    ax_l.set_ylabel("|cos| with matched centroid (mean of the heads)")
-    ax_l.set_title("r / σ = 4, init near the centroids", fontsize=9)
-    ax_l.legend(fontsize=7, loc="lower right")
+    ax_l.set_ylabel("|cos| (mean of the heads)")
+    ax_l.set_title("r / σ = 4, init near the centroids")
+    ax_l.legend(loc="lower right")
     gaps = [t.gap(i) for i in range(len(lams))]
     est = np.array([g.estimate for g in gaps])
     ax_g.errorbar(lams, est, yerr=[est - [g.low for g in gaps], [g.high for g in gaps] - est],
                   fmt="o", color="tab:blue", ms=4, capsize=3, label="mean over seeds, 95% t interval")
     ax_g.axhline(0.0, color="k", lw=1, label="large-L tilted minimiser")
     ax_g.set_ylabel("trained |cos| − minimiser's")
-    ax_g.set_title(f"L = {t.setting['L']} against L → ∞", fontsize=9)
-    ax_g.legend(fontsize=7)
+    ax_g.set_title(f"L = {t.setting['L']} against L → ∞")
+    ax_g.legend()
     for ax in (ax_l, ax_g):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("λ")
@@ -270,13 +277,8 @@ def training_tilt(size: str = "small") -> matplotlib.figure.Figure:
     ax_s.plot(seps, [tr.tilted_cos(DEFAULT.lam, DEFAULT.r, DEFAULT.r / s) for s in seps], "k-o", ms=4, lw=1,
               label="large-L tilted minimiser")
     ax_s.set_xlabel("r / σ  (r = 2)")
-    ax_s.set_title("λ = 1", fontsize=9)
+    ax_s.set_ylabel("|cos|")
+    ax_s.set_title("λ = 1")
     ax_s.grid(alpha=0.3)
-    ax_s.legend(fontsize=7, loc="lower right")
+    ax_s.legend(loc="lower right")
     return fig
-
-
-@register("training-explorer", chapter="training_dynamics")
-def training_explorer_figure(size: str = "small") -> matplotlib.figure.Figure:
-    """The training explorer at its default slider values (same at both sizes)."""
-    return draw_training(**DEFAULTS)
