@@ -23,6 +23,10 @@ built site is published, on the branch ``attnclust_site_branch`` (``gh-pages`` u
   ``binder/`` installs ``attnclust``, editable, and nbgitpuller) and nbgitpuller then
   pulls the site branch into ``~/<repo>`` and opens the reader edition there in JupyterLab
   (Binder's documented way to keep content and environment on separate branches).
+- "Live Code" (sphinx-thebe) runs the page's cells on a Binder kernel of the source branch;
+  when Thebe cannot be loaded from its CDN or its kernel fails or dies,
+  ``_ext/static/thebe_status.js`` says so on the page and points at the reader edition to
+  download (sphinx-thebe alone shows "Loading thebe from CDN..." forever).
 
 Why an extension: sphinx-book-theme links Binder and Colab to the page's source (a MyST file
 Colab cannot open) and stops the build on a notebook page when launch buttons are configured

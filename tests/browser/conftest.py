@@ -37,6 +37,20 @@ def offline_assets():
     return book_checks.OfflineAssets()
 
 
+@pytest.fixture(autouse=True)
+def _no_request_to_another_host(request):
+    """A test that opens the book's pages (through ``offline_assets``) fails, at its
+    teardown, when a page requested anything from another host (a CDN script or stylesheet,
+    a web font, a fetch): the book ships everything it needs. Tests that plant such requests
+    use an OfflineAssets of their own."""
+    if "offline_assets" not in request.fixturenames:
+        yield
+        return
+    with book_checks.no_other_host(request.getfixturevalue("offline_assets"),
+                                   request.node.nodeid):
+        yield
+
+
 @pytest.fixture(scope="session")
 def built_book() -> Path:
     if not (HTML / "index.html").is_file():

@@ -97,8 +97,7 @@ print(1 + 1)
 ````{solution-end}
 ````
 
-(sec-widget)=
-## A widget and its static figure
+## A captioned figure
 
 ```{code-cell} python3
 ---
@@ -119,9 +118,18 @@ def draw(slope=2.0):
 draw()
 ```
 
+(sec-widget)=
+## A widget and its frame
+
 ```{code-cell} python3
-:tags: [widget]
+---
+tags: [widget]
+mystnb:
+  image:
+    alt: A straight line through the origin with slope 2, the widget at its default slope.
+---
 import ipywidgets
+draw()  # the widget's own frame, in its cell's output (what a static explorer shows)
 ipywidgets.interactive(draw, slope=(0.0, 4.0))
 ```
 '''
@@ -163,8 +171,14 @@ print("planted stderr", file=sys.stderr)
 ## Widget without a figure
 
 ```{code-cell} python3
+import matplotlib.pyplot as plt
+plt.plot([0, 2])
+plt.show()
+```
+
+```{code-cell} python3
 :tags: [widget]
-print("a widget with no static figure above it")
+print("a widget with no frame of its own, a static figure above it")
 ```
 
 ```{code-cell} python3
@@ -188,7 +202,8 @@ EXPECTED = {
     "plot without alt": r"image: no alt text and no caption \(alt='\.\./_images/",
     "raw math": r"math: raw TeX in the visible text: '\$\$ y = x\^2 \$\$'",
     "TeX error": r"math: MathJax error: .*notamacro",
-    "widget without figure": r"widgets: widget 1 under 'Widget without a figure'.*no static figure",
+    "widget without figure": r"widgets: widget 1 under 'Widget without a figure'.*shows 0 images, not one frame",
+    "figure above a widget": r"widgets: widget 1 under 'Widget without a figure'.*1 other image\(s\) above it",
     "removed widget": r"widgets: the source has 2 cell\(s\) tagged 'widget' but the page shows 1",
     "dead link": r"link: 'nowhere.html' .*missing file",
     "bad anchor": r"link: '#no-such-anchor' .*no id 'no-such-anchor'",
@@ -226,10 +241,13 @@ def planted_book(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def planted_site(planted_book, browser, offline_assets):
+def planted_site(planted_book, browser):
     html = planted_book / "_build" / "html"
+    # its own: the planted page's image from another host must not fail the session's
+    # check that the book's pages ask no other host (conftest.py)
+    assets = book_checks.OfflineAssets()
     with book_checks.serve_directory(html) as url:
-        context = book_checks.new_context(browser, url, offline_assets)
+        context = book_checks.new_context(browser, url, assets)
         yield planted_book, html, url, context
         context.close()
 
@@ -284,3 +302,39 @@ def test_search_reports_nothing_found(planted_site):
     problems, links = book_checks.check_search(context, url, "zyxwvutsrq")
     assert not links
     assert any("found nothing" in p for p in problems), problems
+
+
+REMOTE_ASSETS = """<!doctype html><html lang="en"><head><title>remote</title>
+<link rel="stylesheet" href="https://fonts.example.invalid/planted.css">
+<script src="https://cdn.example.invalid/planted.js"></script></head>
+<body><p>A page that needs other hosts.</p>
+<script>fetch("https://api.example.invalid/planted.json").catch(() => {});</script>
+</body></html>"""
+
+
+def test_a_page_asking_another_host_fails(browser, tmp_path):
+    """What conftest.py wraps every page test in (book_checks.no_other_host) fails on a page
+    that loads a script and a stylesheet from a CDN and fetches from another host, and
+    passes on one that does not."""
+    (tmp_path / "remote.html").write_text(REMOTE_ASSETS)
+    (tmp_path / "local.html").write_text("<!doctype html><title>local</title><p>Here.</p>")
+    assets = book_checks.OfflineAssets()
+    with book_checks.serve_directory(tmp_path) as url:
+        context = book_checks.new_context(browser, url, assets)
+        try:
+            with book_checks.no_other_host(assets, "local.html"):
+                page, _ = book_checks.open_page(context, f"{url}local.html")
+                page.close()
+            with pytest.raises(AssertionError, match="remote.html asked another host") as failed:
+                with book_checks.no_other_host(assets, "remote.html"):
+                    page, _ = book_checks.open_page(context, f"{url}remote.html")
+                    for _ in range(100):  # the script's fetch has been made
+                        if any("api.example.invalid" in u for u in assets.stubbed):
+                            break
+                        page.wait_for_timeout(100)
+                    page.close()
+        finally:
+            context.close()
+    for host in ("fonts.example.invalid/planted.css", "cdn.example.invalid/planted.js",
+                 "api.example.invalid/planted.json"):
+        assert host in str(failed.value), (host, str(failed.value))
