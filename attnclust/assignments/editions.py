@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from .markdown import References, to_jupyter
+from .markdown import _ROLE, References, _role, to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
@@ -209,7 +209,20 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
                       guarded_check_source(p.source, ex.variable) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
     flush()
+    _resolve_alt_texts(nb, chapter.refs or References())
     return nb
+
+
+def _resolve_alt_texts(nb: nbformat.NotebookNode, refs: References) -> None:
+    """Each figure cell's alt text (``mystnb: image: alt:``) with its roles resolved as in the
+    Markdown (``{glue:text}`name:fmt``` -> the value the build glued, in the reader edition;
+    the name in code style in the others), as the HTML book's ``_ext/glued_alt.py`` does."""
+    for cell in nb.cells:
+        image = cell.metadata.get("mystnb", {}).get("image", {}) if cell.cell_type == "code" else {}
+        alt = image.get("alt") if isinstance(image, dict) else None
+        if isinstance(alt, str) and _ROLE.search(alt):
+            cell.metadata["mystnb"] = copy.deepcopy(cell.metadata["mystnb"])  # not the chapter's
+            cell.metadata["mystnb"]["image"]["alt"] = _ROLE.sub(lambda m: _role(m, refs), alt)
 
 
 def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.NotebookNode:
