@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from .markdown import _ROLE, References, _role, to_jupyter
+from .markdown import References, render_roles, to_jupyter
 from .source import Chapter, Exercise, check_description, check_header
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
@@ -220,9 +220,10 @@ def _resolve_alt_texts(nb: nbformat.NotebookNode, refs: References) -> None:
     for cell in nb.cells:
         image = cell.metadata.get("mystnb", {}).get("image", {}) if cell.cell_type == "code" else {}
         alt = image.get("alt") if isinstance(image, dict) else None
-        if isinstance(alt, str) and _ROLE.search(alt):
+        resolved = render_roles(alt, refs) if isinstance(alt, str) else alt
+        if resolved != alt:
             cell.metadata["mystnb"] = copy.deepcopy(cell.metadata["mystnb"])  # not the chapter's
-            cell.metadata["mystnb"]["image"]["alt"] = _ROLE.sub(lambda m: _role(m, refs), alt)
+            cell.metadata["mystnb"]["image"]["alt"] = resolved
 
 
 def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.NotebookNode:

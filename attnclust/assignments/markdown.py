@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 __all__ = ["RAW_MARKUP", "Fenced", "References", "equation_numbers", "glue_names", "glued_text",
-           "raw_markup", "split_fences", "to_jupyter"]
+           "raw_markup", "render_roles", "split_fences", "to_jupyter"]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
@@ -232,6 +232,12 @@ def glued_text(bundle: dict, spec: str = "", markdown: bool = False) -> str:
     return plain
 
 
+def render_roles(text: str, refs: References) -> str:
+    """``text`` with every MyST role (``{glue:text}`name:fmt```, ``{ref}``, ``{eq}``, ...)
+    rendered as in the Markdown cells: for a text outside them, such as a figure's alt."""
+    return _ROLE.sub(lambda m: _role(m, refs), text)
+
+
 def _role(m: re.Match, refs: References) -> str:
     role, content = m["role"], m["content"].strip()
     explicit = _EXPLICIT.match(content)
@@ -285,7 +291,7 @@ def to_jupyter(text: str, refs: References | None = None) -> str:
     for part in split_fences(text):
         if isinstance(part, str):
             part = _number_equations(_TARGET_LINE.sub("", part), refs)
-            out.append(_ROLE.sub(lambda m: _role(m, refs), part))
+            out.append(render_roles(part, refs))
         elif part.name == "prf:proof":
             out.append(_quote("*Proof.*", to_jupyter(part.body, refs) + " ∎"))
         elif part.name and part.name.startswith("prf:"):
