@@ -852,6 +852,32 @@ def build_other_metrics(r: dict) -> list[dict]:
     return ms + book_metrics(r.get("book"))
 
 
+def refresh_widgets(out: Path) -> int:
+    """Measure the explorers alone (:func:`bench_widgets`) and replace the widget section of
+    the results file ``out`` (its ``widgets`` and its "Widget callbacks" rows; the other
+    sections as they were). The run's date, load and command go to ``widgets_run``."""
+    from attnclust.book import perf
+
+    section = "Widget callbacks"
+    results = json.loads(out.read_text())
+    load_start = list(os.getloadavg())
+    results["widgets"] = bench_widgets()
+    rows = [m for m in build_other_metrics({"identity": [], "widgets": results["widgets"]})
+            if m["section"] == section]
+    metrics = results["metrics"]
+    at = next((i for i, m in enumerate(metrics) if m["section"] == section), len(metrics))
+    results["metrics"] = [m for m in metrics[:at] if m["section"] != section] + rows + \
+        [m for m in metrics[at:] if m["section"] != section]
+    results["widgets_run"] = {
+        "command": "python benchmarks/run.py --refresh-widgets",
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "load": {"start": load_start, "end": list(os.getloadavg())}}
+    perf.validate(results)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(perf.text_table({**results, "metrics": rows}))
+    return 0
+
+
 def book_metrics(book: dict | None) -> list[dict]:
     """The "Book build" rows, from benchmarks/book.json (make bench-book)."""
     ms = []
@@ -876,8 +902,14 @@ def main() -> int:
     p.add_argument("--command", default=None, help="the command recorded in the results")
     p.add_argument("--refresh-book", action="store_true",
                    help="only put the book timings of --book into the results file --out (make bench-book)")
+    p.add_argument("--refresh-widgets", action="store_true",
+                   help="only measure the explorers (the widget section) and put them into the results "
+                        "file --out, the other sections kept")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = p.parse_args()
+
+    if a.refresh_widgets:
+        return refresh_widgets(Path(a.out))
 
     if a.refresh_book:
         from attnclust.book import perf

@@ -109,3 +109,33 @@ def test_a_failing_move_is_recorded_not_timed(run, monkeypatch):
     (row,) = run.bench_widgets()
     assert row["moves"] == 1
     assert any(e.startswith("seed=2") for e in row["move_errors"]) and "no slider 'nope'" in row["move_errors"]
+
+
+def test_refresh_widgets_replaces_only_the_widget_section(run, monkeypatch, tmp_path):
+    """``run.py --refresh-widgets`` measures the explorers alone and puts them into the
+    committed results file: its widget rows and "Widget callbacks" metrics are replaced,
+    everything else is kept, and the run's date and load are recorded apart."""
+    import json
+
+    from attnclust.book import perf
+
+    committed = json.loads((BENCH / "results.json").read_text())
+    out = tmp_path / "results.json"
+    out.write_text(json.dumps(committed))
+    row = {"module": "m", "callback": "draw_toy", "explorer": "toy_explorer", "first_call_s": 0.1,
+           "move_s": [0.05], "render_s": [0.1], "gc_s": [0.0], "gc_max_s": 0.0, "p95_without_gc_s": 0.05,
+           "render_p95_s": 0.1, "wait_p95_s": 0.15, "gc_objects": 1, "gc_frozen": 0, "p50_s": 0.05,
+           "p95_s": 0.05, "max_s": 0.05, "moves": 1, "move_errors": [], "load": 0.5,
+           "full_collection_s": 0.01, "full_collection_unfrozen_s": 0.1}
+    monkeypatch.setattr(run, "bench_widgets", lambda: [row])
+    assert run.refresh_widgets(out) == 0
+    fresh = json.loads(out.read_text())
+    perf.validate(fresh)
+    assert fresh["widgets"] == [row] and "widgets_run" in fresh
+    widget = [m for m in fresh["metrics"] if m["section"] == "Widget callbacks"]
+    assert {m["id"] for m in widget} >= {"widget_draw_toy_wait_p95", "widget_wait_p95_max"}
+    assert next(m for m in widget if m["id"] == "widget_wait_p95_max")["value"] == 0.15
+    others = [m for m in committed["metrics"] if m["section"] != "Widget callbacks"]
+    assert [m for m in fresh["metrics"] if m["section"] != "Widget callbacks"] == others
+    assert {k: v for k, v in fresh.items() if k not in ("widgets", "metrics", "widgets_run")} == \
+        {k: v for k, v in committed.items() if k not in ("widgets", "metrics", "widgets_run")}

@@ -46,6 +46,28 @@ def test_committed_results_file_is_valid():
     assert table.count("\n") == len(results["metrics"]) + 1
 
 
+STATED_MISSES = {"step_frac_roofline_L256"}
+"""Goals the committed benchmark misses and the Performance page says so (a negative finding,
+stated as one): the training step at L = 256 reaches a quarter of the exp roofline, not 40%."""
+
+
+def test_committed_results_meet_their_goals():
+    """Every metric of the committed benchmark that has a goal meets it (``goal_verdict``: a
+    goal decided by an interval may be unresolved, the run's noise not deciding it; only a
+    goal the measurement misses fails), apart from the misses the Performance page states
+    (``STATED_MISSES``), which must still be misses. A missed goal is fixed in the code and
+    measured again, or stated, not dropped from the file or from ``perf.GOALS``."""
+    results = json.loads(RESULTS.read_text())
+    missed = {x["id"]: f"{x['id']} = {x['value']!r} {x['unit']} (goal {x['goal']['op']} {x['goal']['target']})"
+              for x in results["metrics"] if perf.goal_verdict(x) == perf.NOT_MET}
+    unstated = [text for key, text in missed.items() if key not in STATED_MISSES]
+    assert not unstated, f"benchmarks/results.json ({results['command']}, {results['date']}) misses: " + \
+        "; ".join(unstated)
+    assert STATED_MISSES <= set(missed), f"now met, no longer a stated miss: {STATED_MISSES - set(missed)}"
+    page = (RESULTS.parents[1] / "chapters" / "performance.md").read_text()
+    assert "the goal is not met" in page
+
+
 def test_committed_results_figure_draws():
     import matplotlib
 

@@ -290,6 +290,23 @@ class OfflineAssets:
                           headers={"Access-Control-Allow-Origin": "*"})
 
 
+def check_no_other_host(assets: OfflineAssets, since: int = 0) -> list[str]:
+    """The requests to other hosts that ``assets`` answered with an empty body (a script, a
+    stylesheet, a font, a fetch that a page started), from the ``since``-th on: the book
+    must need none of them (conftest.py fails every test that made one)."""
+    return [f"request to another host: {url}" for url in assets.stubbed[since:]]
+
+
+@contextlib.contextmanager
+def no_other_host(assets: OfflineAssets, what: str = "the pages"):
+    """Fails (AssertionError) when, in the block, a page asked another host for anything
+    (:func:`check_no_other_host`)."""
+    before = len(assets.stubbed)
+    yield
+    problems = check_no_other_host(assets, before)
+    assert not problems, f"{what} asked another host:\n  " + "\n  ".join(problems)
+
+
 def new_context(browser, base_url: str, assets: OfflineAssets):
     """A browser context (fresh storage, like a first-time reader) that never leaves 127.0.0.1."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -500,8 +517,10 @@ _WIDGETS = """
     const start = earlier.length ? earlier[earlier.length - 1] : null;
     const imgs = sec ? Array.from(sec.querySelectorAll('img')).filter(i =>
         i.closest('section') === sec && before(i, w) && (!start || before(start, i))) : [];
+    const own = Array.from(w.querySelectorAll('img'));  // the explorer's frame, in its output
     return {index: k + 1, heading: h ? h.textContent.replace('#', '').trim() : '',
-            images: imgs.length, loaded: imgs.filter(i => i.naturalWidth > 0).length,
+            images: imgs.length, frames: own.length,
+            loaded: own.filter(i => i.naturalWidth > 0).length,
             code: (w.querySelector('.cell_input') || w).textContent.trim().split('\\n')[0].slice(0, 80)};
   });
 }
@@ -509,28 +528,33 @@ _WIDGETS = """
 
 
 def check_widgets(page, source: Source) -> list[str]:
-    """Every widget cell (tag `widget`) has a static figure above it under the same heading.
+    """Every widget cell (tag `widget`) shows one image under its heading: its own frame.
 
     Convention (CONTRIBUTING.md "Widgets in chapters"): the widget's code cell carries the
-    tag `widget`; between the previous widget of the section (or the section heading) and
-    the widget cell, in the same section, there is an image that loads: the static figure
-    at the widget's default values.
+    tag `widget` and is an explorer called with ``static=True``, whose output shows the
+    precomputed frame at the explorer's default values (an image that loads); between the
+    previous widget of the section (or the section heading) and the widget cell there is no
+    other image (a static figure there would repeat the default frame).
     """
     problems = []
     widgets = page.evaluate(_WIDGETS)
     if len(widgets) < source.widget_cells:
         problems.append(
             f"widgets: the source has {source.widget_cells} cell(s) tagged 'widget' but the page "
-            f"shows {len(widgets)} (a removed widget cell cannot show its static figure)"
+            f"shows {len(widgets)} (a removed widget cell cannot show its frame)"
         )
     for w in widgets:
         where = f"widget {w['index']} under {w['heading']!r} ({w['code']!r})"
         if not w["heading"]:
             problems.append(f"widgets: {where} is not under a heading")
-        if w["images"] == 0:
-            problems.append(f"widgets: {where} has no static figure above it in its section")
+        if w["frames"] != 1:
+            problems.append(f"widgets: {where} shows {w['frames']} images, not one frame "
+                            "(an explorer is called with static=True in the chapter)")
         elif w["loaded"] == 0:
-            problems.append(f"widgets: {where}: its static figure does not load")
+            problems.append(f"widgets: {where}: its frame does not load")
+        if w["images"]:
+            problems.append(f"widgets: {where} has {w['images']} other image(s) above it in its "
+                            "section; its frame is the section's one figure")
     return problems
 
 

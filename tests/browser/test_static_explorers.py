@@ -30,7 +30,7 @@ _STATE = """(name) => {
   const spec = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
   const idx = Array.from(root.querySelectorAll('input[type="range"]')).map(i => Number(i.value));
   return {spec: {names: spec.names, sizes: spec.sizes, values: spec.values},
-          idx, src: root.querySelector('img').src};
+          idx, src: root.querySelector('img').src, alt: root.querySelector('img').alt};
 }"""
 
 _MOVE = """([name, i, k]) => {
@@ -38,7 +38,8 @@ _MOVE = """([name, i, k]) => {
   const input = root.querySelectorAll('input[type="range"]')[i];
   input.value = String(k);
   input.dispatchEvent(new Event('input', {bubbles: true}));
-  return root.querySelector('img').src;
+  const img = root.querySelector('img');
+  return [img.src, img.alt];
 }"""
 
 
@@ -46,7 +47,7 @@ _MOVE = """([name, i, k]) => {
 def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, book_url, built_book):
     """Explorer ``name`` on the page of its chapter; its frames are compared with its
     registered ``frames`` function's drawing."""
-    from attnclust.book.widgets.static import frame_png
+    from attnclust.book.widgets.static import alt_of, frame_png
 
     explorer = EXPLORERS[name]
     page_path = f"chapters/{explorer.chapter}"
@@ -58,17 +59,23 @@ def test_every_slider_switches_to_the_frame_of_its_value(name, book_context, boo
         assert state, f"{page_path}.html has no static {name} explorer"
         spec, idx = state["spec"], list(state["idx"])
         draw = explorer.frames
-        src = state["src"]
+        src, alt = state["src"], state["alt"]
+        assert src.startswith("data:image/png;base64,"), f"{name}: the page does not open on a frame"
+        assert alt, f"{name}: the default frame has no alt text"
         for i, slider in enumerate(spec["names"]):
             if spec["sizes"][i] < 2:
                 continue  # a slider the static grid keeps fixed
             idx[i] = (idx[i] + 1) % spec["sizes"][i]
-            new = page.evaluate(_MOVE, [name, i, idx[i]])
+            new, new_alt = page.evaluate(_MOVE, [name, i, idx[i]])
             assert new != src, f"moving {slider} did not change the figure"
+            # each frame says what it shows (its own alt text, from the values it was drawn at)
+            assert new_alt and new_alt != alt, f"moving {slider} did not change the alt text"
             point = {n: spec["values"][j][idx[j]] for j, n in enumerate(spec["names"])}
             shown = base64.b64decode(new.split(",", 1)[1])
-            assert shown == frame_png(draw(**point)), f"{slider}: not the frame of {json.dumps(point)}"
-            src = new
+            fig = draw(**point)
+            assert shown == frame_png(fig), f"{slider}: not the frame of {json.dumps(point)}"
+            assert new_alt == alt_of(fig, new_alt), f"{slider}: not the alt text of {json.dumps(point)}"
+            src, alt = new, new_alt
         # by keyboard, as a reader without a mouse moves it; a screen reader reads the value
         root = page.locator(f'[data-explorer="{name}"]')
         slider = root.locator('input[type="range"]:not([disabled])').first

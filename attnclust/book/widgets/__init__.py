@@ -8,10 +8,10 @@ returns what they registered, and the benchmark (``benchmarks/run.py``), the bro
 checks of the static pages and the API reference read that registry.
 
 Each explorer's update callback is a plain library function (tested) that redraws a
-matplotlib figure from slider values; the chapters show that figure statically above the
-widget, and call every explorer with ``static=True`` so that HTML
-readers also get sliders that work without a kernel (``widgets.static``: the figure
-precomputed over a grid of the sliders' values). The public names of the modules are
+matplotlib figure from slider values; the chapters call every explorer with
+``static=True`` so that HTML readers get sliders that work without a kernel
+(``widgets.static``: the figure precomputed over a grid of the sliders' values, whose frame
+at the defaults is the section's figure). The public names of the modules are
 resolved lazily, so ``attnclust.book.widgets.mixture_explorer`` works without
 importing ipywidgets at package import time.
 

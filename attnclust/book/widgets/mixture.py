@@ -18,6 +18,7 @@ import numpy as np
 from attnclust import _validate as v
 from attnclust.baselines import kmeans_per_prompt
 from attnclust.book.widgets._registry import register
+from attnclust.book.widgets.static import set_alt
 from attnclust.metrics import adjusted_rand
 from attnclust.setting import DEFAULT
 
@@ -125,21 +126,33 @@ def draw_mixture(
     ax.set_xlabel(r"coordinate on $e_1$ (first centroid direction)")
     ax.set_ylabel(r"coordinate on $e_2$")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(fontsize=7, loc="upper right", framealpha=0.8)
+    ax.legend(fontsize=8, loc="upper right", framealpha=0.8)
     ax.grid(alpha=0.3)
-    return fig
+    return set_alt(fig, mixture_alt(K, r_over_sigma, weight, d, seed, ari, dist, floor))
 
 
-STATIC_GRID = dict(K=(2, 3), r_over_sigma=(1.0, 2.0, 4.0, 8.0), weight=(0.2, 0.5, 0.8),
-                   d=(5, 20), seed=(0, 1))
+def mixture_alt(K, r_over_sigma, weight, d, seed, ari, dist, floor) -> str:
+    """The alt text of the figure :func:`draw_mixture` draws: its slider values and what
+    k-means found."""
+    return (f"K = {K}, r/σ = {r_over_sigma:g}, π₁ = {mixture_weights(K, weight)[0]:.2f}, d = {d}, "
+            f"seed {seed}: one prompt of {L_TOKENS} tokens projected on the first two centroid "
+            f"directions, coloured by true component, with the true centroids as crosses and "
+            f"the k-means centres as circles; k-means ARI {ari:.2f}, distortion {dist:.3f} "
+            f"against the noise floor {floor:.2f}.")
+
+
+STATIC_GRID = dict(K=(DEFAULTS["K"],), r_over_sigma=(1.0, 2.0, 3.0, 4.0, 6.0),
+                   weight=(0.1, 0.3, 0.5, 0.7, 0.9), d=(DEFAULTS["d"],), seed=(DEFAULTS["seed"],))
 """The slider values of the explorer in the static HTML book (every combination is drawn
-when the book is built: :mod:`attnclust.book.widgets.static`)."""
+when the book is built: :mod:`attnclust.book.widgets.static`): five separations and five
+weights of the first component (25 frames), K, d and the seed at their defaults (the
+note under the explorer names them)."""
 
 STATIC_ALT = ("One prompt of the mixture projected on the first two centroid directions, "
               "tokens coloured by their true component, true centroids as crosses and the "
               "k-means centres as black circles; the title gives the k-means adjusted Rand "
               "index and distortion against the noise floor.")
-"""The alt text of every frame of the static explorer."""
+"""The alt text of a frame without its own (each frame has its own: :func:`mixture_alt`)."""
 
 
 @register("mixture", chapter="mixtures", draw=draw_mixture,
@@ -198,4 +211,5 @@ def _live_explorer():
 
 
 __all__ = ["STATIC_GRID", "STATIC_ALT", "DEFAULTS", "SIGMA", "L_TOKENS", "mixture_weights", "sample_prompt", "draw_mixture",
+           "mixture_alt",
            "mixture_explorer"]

@@ -37,6 +37,7 @@ from attnclust import symbolic
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
 from attnclust.setting import DEFAULT
 from attnclust.book.widgets._registry import register
+from attnclust.book.widgets.static import set_alt
 
 R = DEFAULT.r
 """Norm of every centroid; the separation slider sets sigma = R / (r/sigma)."""
@@ -192,50 +193,69 @@ def draw_quantization(
 ) -> plt.Figure:
     """Draw the explorer's figure for one set of slider values (the widget's callback).
 
-    Left: the prompt's tokens (coloured by true component) and their identity-attention
+    Above: the prompt's tokens (coloured by true component) and their identity-attention
     outputs (black dots, joined to their tokens), in the plane of the centroids (stars).
-    Right: this prompt's distortion against lam, the current lam marked, with the large-L
+    Below: this prompt's distortion against lam, the current lam marked, with the large-L
     exact curve when K = 2 and the noise floor d sigma^2.
     """
     with _lock(K):
         data = quantization_data(lam, r_over_sigma, K, L, seed)
     P = _projection(data["centroids"])
     x, q, mu = data["X"] @ P.T, data["Q"] @ P.T, data["centroids"] @ P.T
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1, 1.1]})
+    fig, (a, b) = plt.subplots(2, 1, figsize=FIGSIZE, gridspec_kw={"height_ratios": [1.45, 1]})
     cols = [_COLOURS[c] for c in data["labels"]]
     a.add_collection(LineCollection(np.stack([x, q], axis=1), colors="0.7", linewidths=0.5))
     a.scatter(x[:, 0], x[:, 1], c=cols, s=10, alpha=0.8)
     a.scatter(q[:, 0], q[:, 1], c="k", s=6)
     a.scatter(mu[:, 0], mu[:, 1], marker="*", s=220, c="gold", edgecolors="k", zorder=3)
     a.set_aspect("equal", adjustable="datalim")
-    a.set_title(f"$\\lambda$={lam:.3g}, r/$\\sigma$={r_over_sigma:.3g}, K={K}, L={L}\n"
+    a.set_title(f"λ = {lam:.3g}, r/σ = {r_over_sigma:.3g}, K = {K}, L = {L}, seed {seed}\n"
                 f"distortion {data['distortion']:.3f}, oracle ARI {data['ari']:.3f}", fontsize=9)
     a.set_xticks([])
     a.set_yticks([])
     b.loglog(LAM_GRID, data["curve"], "o-", ms=3, label="this prompt")
     if data["exact"] is not None:
-        b.loglog(LAM_GRID, data["exact"], "k-", lw=1, label="large-$L$ exact")
-    b.axhline(data["noise_floor"], color="0.5", ls=":", label="$d\\sigma^2$")
-    b.axvline(lam, color="tab:red", lw=1, label="current $\\lambda$")
-    b.set_xlabel("$\\lambda$")
-    b.set_ylabel("distortion")
-    b.legend(fontsize=8)
+        b.loglog(LAM_GRID, data["exact"], "k-", lw=1, label="large-L exact")
+    b.axhline(data["noise_floor"], color="0.5", ls=":", label="dσ²")
+    b.axvline(lam, color="tab:red", lw=1, label="current λ")
+    b.set_xlabel("λ", fontsize=9)
+    b.set_ylabel("distortion", fontsize=9)
+    b.tick_params(labelsize=8)
+    b.legend(fontsize=8, ncols=2)
     for axis in (b.xaxis, b.yaxis):  # plain tick labels: no mathtext, a fast redraw
         axis.set_major_formatter(FormatStrFormatter("%g"))
         axis.set_minor_formatter(NullFormatter())
-    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.13, top=0.86, wspace=0.18)
-    return fig
+    fig.subplots_adjust(left=0.13, right=0.97, bottom=0.08, top=0.93, hspace=0.28)
+    return set_alt(fig, quantization_alt(lam, r_over_sigma, K, L, seed, data))
 
 
-STATIC_GRID = dict(lam=(0.1, 1.0, 4.0), r_over_sigma=(2.0, 4.0, 8.0), K=(2, 3),
-                   L=(50, 100, 200), seed=(0, 1))
+FIGSIZE = (5.0, 6.6)
+"""The explorer's figure size in inches: 500 px wide at the book's 100 dpi, so that its
+smallest text (8 pt) is at least 7 CSS px on a phone (``attnclust.book.figures._legibility``)."""
+
+
+def quantization_alt(lam, r_over_sigma, K, L, seed, data: dict) -> str:
+    """The alt text of the figure :func:`draw_quantization` draws: its slider values and
+    what the prompt's outputs give."""
+    best = float(LAM_GRID[int(np.argmin(data["curve"]))])
+    return (f"λ = {lam:.3g}, r/σ = {r_over_sigma:.3g}, K = {K}, L = {L}, seed {seed}: the "
+            f"prompt's tokens joined to their identity-attention outputs in the centroids' "
+            f"plane; distortion {data['distortion']:.3f} against the noise floor "
+            f"{data['noise_floor']:.3f}, oracle ARI {data['ari']:.3f}. Below, the prompt's "
+            f"distortion against λ, lowest near λ = {best:.2g}.")
+
+
+STATIC_GRID = dict(lam=(0.1, 0.3, 1.0, 2.0, 4.0), r_over_sigma=(1.5, 2.0, 3.0, 4.0, 8.0),
+                   K=(DEFAULTS["K"],), L=(DEFAULTS["L"],), seed=(DEFAULTS["seed"],))
 """The slider values of the explorer in the static HTML book (every combination is drawn
-when the book is built, :mod:`attnclust.book.widgets.static`): two seeds, so that a reader sees
-one prompt against another."""
+when the book is built, :mod:`attnclust.book.widgets.static`): five temperatures and five
+separations (25 frames), K, L and the seed at their defaults (the note under the explorer
+names them)."""
 
-STATIC_ALT = ("Left, one prompt's tokens and their identity-attention outputs projected on the "
-              "centroid plane; right, the distortion against lambda with the current lambda "
+STATIC_ALT = ("Above, one prompt's tokens and their identity-attention outputs projected on the "
+              "centroid plane; below, the distortion against lambda with the current lambda "
               "marked; the title gives the prompt's distortion and the oracle ARI.")
+"""The alt text of a frame without its own (each frame has its own: :func:`quantization_alt`)."""
 
 
 @register("quantization", chapter="icq_experiments", draw=draw_quantization,

@@ -27,10 +27,18 @@ from dataclasses import dataclass
 import matplotlib.figure
 import matplotlib.pyplot as plt
 
-__all__ = ["Grid", "StaticExplorer", "explorer", "twin", "frame_png", "render_frames"]
+from attnclust.book.figures import _legibility
 
-DPI = 64
-"""Resolution of the frames (the live explorers draw at the notebook's default)."""
+__all__ = ["Grid", "StaticExplorer", "explorer", "twin", "frame_png", "render_frames", "set_alt",
+           "alt_of", "held_fixed", "MIN_STOPS"]
+
+MIN_STOPS = 5
+"""The fewest values a slider that the grid varies takes (a slider with fewer would be a
+switch, not a slider); every other slider is held at one value, named in the note."""
+
+DPI = _legibility.DPI
+"""Resolution of the frames: the book's (``attnclust.book.figures._legibility.DPI``), the
+notebook's default, at which the explorers' text meets the book's legibility floor."""
 
 COLOURS = 128
 """Colours of a frame's palette: a frame is the figure's PNG reduced to an adaptive palette
@@ -75,31 +83,52 @@ class Grid:
 
 
 def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLOURS) -> bytes:
-    """The figure as PNG bytes (what one frame of a static explorer shows), reduced to an
-    adaptive palette of ``colours`` colours (``COLOURS`` by default; 0: full colour).
-    Deterministic: the same figure gives the same bytes."""
-    buf = io.BytesIO()
+    """The figure as PNG bytes (what one frame of a static explorer shows): drawn as the
+    book draws its figures (``attnclust.book.figures._legibility.png``: a tight PNG whose
+    text chunk ``PNG_KEY`` holds the figure's smallest text size, which the browser check
+    reads from every image of a page), reduced to an adaptive palette of ``colours``
+    colours (``COLOURS`` by default; 0: full colour), the text chunk kept. Deterministic:
+    the same figure gives the same bytes."""
     with warnings.catch_warnings():
         # matplotlib's hint when placing a legend (loc="best") took over a second: a matter
         # of the machine's load and of a garbage collection falling in that second, not of
         # the figure (an explorer's frames are drawn by the hundred; the book build failed
         # once on it, under load, as a cell's stderr)
         warnings.filterwarnings("ignore", message='Creating legend with loc="best" can be slow')
-        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        raw = _legibility.png(fig, dpi=dpi)
     if not colours:
-        return buf.getvalue()
-    from PIL import Image
+        return raw
+    from PIL import Image, PngImagePlugin
 
-    image = Image.open(buf).convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+    source = Image.open(io.BytesIO(raw))
+    info = PngImagePlugin.PngInfo()
+    for key, value in source.text.items():
+        info.add_text(key, value)
+    image = source.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
     out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True)
+    image.save(out, format="PNG", optimize=True, pnginfo=info)
     return out.getvalue()
 
 
+def set_alt(fig: matplotlib.figure.Figure, text: str) -> matplotlib.figure.Figure:
+    """Attach to ``fig`` the alt text of the frame it becomes (what the figure shows, from
+    the values it was drawn from): an explorer's ``draw_*`` calls it. Returns ``fig``."""
+    fig._attnclust_alt = str(text)
+    return fig
+
+
+def alt_of(fig: matplotlib.figure.Figure, default: str = "") -> str:
+    """The alt text :func:`set_alt` attached to ``fig``, or ``default``."""
+    return getattr(fig, "_attnclust_alt", None) or default
+
+
 def render_frames(draw: Callable[..., matplotlib.figure.Figure], grid: Grid,
-                  dpi: int = DPI, progress: bool = False) -> list[bytes]:
+                  dpi: int = DPI, progress: bool = False, alt: str = "",
+                  alts: list | None = None) -> list[bytes]:
     """``draw(**point)`` at every point of the grid, as PNG bytes, in :meth:`Grid.points`
-    order. A figure that ``draw`` returns is closed once saved (also when pyplot made it)."""
+    order. A figure that ``draw`` returns is closed once saved (also when pyplot made it).
+    When ``alts`` is a list, each frame's alt text is appended to it (:func:`alt_of` the
+    figure, ``alt`` when ``draw`` attached none)."""
     points = grid.points()
     if progress:
         from tqdm.auto import tqdm
@@ -109,6 +138,8 @@ def render_frames(draw: Callable[..., matplotlib.figure.Figure], grid: Grid,
     for point in points:
         fig = draw(**point)
         frames.append(frame_png(fig, dpi))
+        if alts is not None:
+            alts.append(alt_of(fig, alt))
         plt.close(fig)
     return frames
 
@@ -119,6 +150,7 @@ _SCRIPT = """
   if (!root) return;
   const spec = JSON.parse(root.querySelector('script[type="application/json"]').textContent);
   const img = root.querySelector('img');
+  const first = img.getAttribute('src');  // the default frame, in the page's HTML
   const inputs = Array.from(root.querySelectorAll('input[type="range"]'));
   function show() {
     let index = 0;
@@ -128,7 +160,8 @@ _SCRIPT = """
       input.nextElementSibling.textContent = spec.labels[i][k];
       input.setAttribute('aria-valuetext', spec.labels[i][k]);  // read aloud: the value, not the stop
     });
-    img.src = 'data:image/png;base64,' + spec.frames[index];
+    img.src = spec.frames[index] ? 'data:image/png;base64,' + spec.frames[index] : first;
+    img.alt = spec.alts[index];  // what this frame shows, from its computed values
     root.dataset.frame = String(index);
   }
   inputs.forEach(input => input.addEventListener('input', show));
@@ -151,29 +184,57 @@ def _label(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def held_fixed(grid: Grid) -> str:
+    """The note's list of what the grid holds at one value, from the grid itself:
+    ``"d = 5, L = 50, seed = 0"`` (each slider's label and value, in slider order; empty
+    when every slider varies)."""
+    return ", ".join(f"{grid.labels[n]} = {_label(vals[0])}"
+                     for n, vals in grid.values.items() if len(vals) == 1)
+
+
 @dataclass(frozen=True)
 class StaticExplorer:
-    """Frames of an explorer over a grid, and the HTML that shows them (``_repr_html_``)."""
+    """Frames of an explorer over a grid, and the HTML that shows them (``_repr_html_``).
+
+    ``alt`` is the alt text of every frame, or one alt text per frame (grid order)."""
 
     name: str
     grid: Grid
     frames: tuple[bytes, ...]
-    alt: str
+    alt: str | tuple[str, ...]
+
+    @property
+    def alts(self) -> tuple[str, ...]:
+        """The alt text of each frame, in grid order."""
+        if isinstance(self.alt, str):
+            return (self.alt,) * len(self.frames)
+        if len(self.alt) != len(self.frames):
+            raise ValueError(f"{len(self.alt)} alt texts for {len(self.frames)} frames")
+        return tuple(self.alt)
+
+    def default_index(self) -> int:
+        """The frame of the grid's defaults."""
+        index = 0
+        for n, vals in self.grid.values.items():
+            index = index * len(vals) + list(vals).index(self.grid.defaults[n])
+        return index
 
     def html(self) -> str:
         names = list(self.grid.values)
         id_ = f"ac-static-{self.name}"
+        first, alts = self.default_index(), self.alts
+        encoded = [base64.b64encode(f).decode() for f in self.frames]
+        default_src = "data:image/png;base64," + encoded[first]
+        encoded[first] = ""  # in the page once: the <img>'s src, which the script reuses
         spec = {"names": names, "sizes": [len(self.grid.values[n]) for n in names],
                 "labels": [[_label(v) for v in self.grid.values[n]] for n in names],
                 "values": [list(self.grid.values[n]) for n in names],
-                "frames": [base64.b64encode(f).decode() for f in self.frames]}
-        rows, fixed = [], []
+                "alts": list(alts), "frames": encoded}
+        rows = []
         for n in names:
             vals = list(self.grid.values[n])
             k = vals.index(self.grid.defaults[n])
             label = html.escape(self.grid.labels[n])
-            if len(vals) == 1:  # a slider the grid keeps at one value: shown, not movable
-                fixed.append(f"{self.grid.labels[n]} = {_label(vals[0])}")
             rows.append(
                 f'<label class="ac-static-slider"><span class="ac-static-name">{label}</span>'
                 f'<input type="range" min="0" max="{len(vals) - 1}" step="1" value="{k}" '
@@ -181,14 +242,15 @@ class StaticExplorer:
                 f'aria-valuetext="{html.escape(_label(vals[k]))}"'
                 f'{" disabled" if len(vals) == 1 else ""}>'
                 f'<output>{html.escape(_label(vals[k]))}</output></label>')
-        held = (f" Held fixed in this page: {', '.join(fixed)}." if fixed else "")
+        fixed = held_fixed(self.grid)
+        held = f" Held fixed in this page: {fixed}." if fixed else ""
         note = (f"Precomputed: {self.grid.size} figures drawn by the library when the book was "
                 f"built, one for each combination of the slider values above.{held} Run the chapter "
                 "in Jupyter for every value of every slider.")
         return (f'<div class="ac-static-explorer" id="{id_}" data-explorer="{html.escape(self.name)}">'
                 f"<style>{_STYLE}</style>"
                 f'<div class="ac-static-controls">{"".join(rows)}</div>'
-                f'<img alt="{html.escape(self.alt)}">'
+                f'<img src="{default_src}" alt="{html.escape(alts[first])}">'
                 f'<p class="ac-static-note">{html.escape(note)}</p>'
                 f'<script type="application/json">{json.dumps(spec)}</script>'
                 f"<script>{_SCRIPT % {'id': json.dumps(id_)}}</script></div>")
@@ -216,11 +278,13 @@ def explorer(name: str, live, draw: Callable[..., matplotlib.figure.Figure],
     controls) with its static twin: ``draw`` at every combination of ``values`` (a
     :class:`Grid` labelled with the live sliders' descriptions; :func:`render_frames`).
     Displayed, it is the live widget in Jupyter and the static explorer in the HTML book.
-    ``alt`` describes the figure (every frame)."""
+    ``alt`` describes a frame whose figure carries no alt text of its own (:func:`set_alt`:
+    the explorers' ``draw_*`` attach one from the values they computed)."""
     labels = {n: getattr(live.sliders[n], "description", n) or n for n in values}
     grid = Grid(values, labels, {n: defaults[n] for n in values})
-    frames = tuple(render_frames(draw, grid, progress=progress))
-    both = _Both(live, StaticExplorer(name, grid, frames, alt))
+    alts: list[str] = []
+    frames = tuple(render_frames(draw, grid, progress=progress, alt=alt, alts=alts))
+    both = _Both(live, StaticExplorer(name, grid, frames, tuple(alts)))
     both.sliders = getattr(live, "sliders", None)
     return both
 

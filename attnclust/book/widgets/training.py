@@ -31,6 +31,7 @@ from functools import lru_cache, partial
 import jax
 import matplotlib.figure
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from attnclust.book import sweeps
 from attnclust import _validate as v
@@ -40,9 +41,10 @@ from attnclust.mixture import orthogonal_mixture, sample
 from attnclust.train import INITS, FitResult, fit
 from attnclust.book.widgets._background import BackgroundPrepare, freeze_long_lived
 from attnclust.book.widgets._registry import register
+from attnclust.book.widgets.static import set_alt
 
-LAMS = (0.5, 1.0, 2.0, 4.0)
-"""The values of the lam slider."""
+LAMS = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""The values of the lam slider (five: the static explorer varies it)."""
 SEPARATIONS = (2.0, 3.0, 4.0, 6.0, 8.0)
 """The values of the r / sigma slider."""
 DIMS = (2, 5, 10)
@@ -101,7 +103,7 @@ def training_runs(r_over_sigma: float, d: int, L: int, init: str) -> FitResult:
     lams = tuple(float(lam) for lam in LAMS for _ in range(N_SEEDS))
     setting = DEFAULT.replace(d=d, r=R, sigma=R / float(r_over_sigma))
     return sweeps.run_seeds("small", setting=setting, lam=lams, init=init, L=L, seed=SEED0,
-                            repeat_keys=len(LAMS))
+                            seeds=len(lams), repeat_keys=len(LAMS))
 
 
 def run_key(seed: int) -> jax.Array:
@@ -218,35 +220,65 @@ None when the environment variable ``ATTNCLUST_WIDGETS_NO_PREPARE`` is set
 (``attnclust.book.widgets._background.BackgroundPrepare``)."""
 
 
+FIGSIZE = (5.0, 6.6)
+"""The explorer's figure size in inches: 500 px wide at the book's 100 dpi, so that its
+smallest text (8 pt) is at least 7 CSS px on a phone (``attnclust.book.figures._legibility``);
+the two panels one above the other."""
+
+_MARGINS = dict(left=0.14, right=0.86, bottom=0.07, top=0.94, hspace=0.42)
+"""Fixed margins (no layout engine: the layout is the same at every move, so a redraw
+does not solve it again)."""
+
+
 def _build(fig: matplotlib.figure.Figure) -> dict:
-    """Create the axes and every artist once; :func:`draw_training` then only updates data."""
-    ax_cos, ax_plane = fig.subplots(1, 2, width_ratios=(1.3, 1))
+    """Create the axes and every artist once; :func:`draw_training` then only updates data.
+    Plain text only (no mathtext, which is slow to lay out) and fixed margins."""
+    fig.set_layout_engine("none")
+    ax_cos, ax_plane = fig.subplots(2, 1, height_ratios=(1, 1.35))
+    fig.subplots_adjust(**_MARGINS)
     art = {"cos": [ax_cos.plot([], [], color=HEAD_COLOURS[h], label=f"|cos| head {h + 1}")[0]
                    for h in range(2)]}
     ax_cos.set_ylim(0, 1.02)
-    ax_cos.set_xlabel("Adam step")
-    ax_cos.set_ylabel("|cos| with matched centroid")
+    ax_cos.set_xlabel("Adam step", fontsize=9)
+    ax_cos.set_ylabel("|cos| with matched centroid", fontsize=9)
     ax_cos.grid(alpha=0.3)
     ax_risk = ax_cos.twinx()
     art["risk"] = ax_risk.plot([], [], color="grey", lw=0.8, alpha=0.8, label="minibatch risk")[0]
-    ax_risk.set_ylabel("minibatch risk")
+    ax_risk.set_ylabel("minibatch risk", fontsize=9)
     lines = art["cos"] + [art["risk"]]
-    ax_cos.legend(lines, [ln.get_label() for ln in lines], fontsize=7, loc="lower right")
-    art["title"] = ax_cos.set_title("", fontsize=9)
+    ax_cos.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="lower right")
+    # a title at a set height: matplotlib does not move it above the tick labels at each
+    # draw (which lays out every tick label of the axes once more)
+    art["title"] = ax_cos.set_title("", fontsize=9, y=1.0, pad=5)
     art["tokens"] = ax_plane.scatter(np.zeros(1), np.zeros(1), s=5, alpha=0.25, linewidths=0)
     ax_plane.scatter([R, 0], [0, R], marker="x", s=70, color="black", label="centroids")
     art["paths"] = [ax_plane.plot([], [], color=HEAD_COLOURS[h], lw=1.2)[0] for h in range(2)]
     art["ends"] = [ax_plane.scatter([0], [0], color=HEAD_COLOURS[h], s=30, zorder=3,
                                     label=f"head {h + 1} (final)") for h in range(2)]
-    ax_plane.set_xlabel(r"coordinate on $e_1$")
-    ax_plane.set_ylabel(r"coordinate on $e_2$")
-    ax_plane.set_title("heads in the centroids' plane (scaled to final length r;\n"
-                       "a head and its negative are the same head)", fontsize=9)
+    ax_plane.set_xlabel("coordinate on e₁", fontsize=9)
+    ax_plane.set_ylabel("coordinate on e₂", fontsize=9)
+    ax_plane.set_title("heads' paths in the centroids' plane (× centroids, • final heads;\n"
+                       "scaled to final length r; a head and its negative are the same head)",
+                       fontsize=9, y=1.0, pad=5)
     ax_plane.set_aspect("equal", adjustable="box")
     ax_plane.grid(alpha=0.3)
-    ax_plane.legend(fontsize=7, loc="upper right")
+    for ax in (ax_cos, ax_risk, ax_plane):  # few tick labels: each is text to lay out at a redraw
+        ax.tick_params(labelsize=8)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax_cos.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+    ax_plane.xaxis.set_major_locator(MaxNLocator(nbins=4))
     art["axes"] = (ax_cos, ax_risk, ax_plane)
     return art
+
+
+def training_alt(lam, r_over_sigma, d, L, seed, init, cos, risk) -> str:
+    """The alt text of the figure :func:`draw_training` draws: its slider values and how
+    the run ended."""
+    return (f"λ = {lam:g}, r/σ = {r_over_sigma:g}, d = {d}, L = {L}, seed {seed}, init {init}: "
+            f"after {BUDGET.steps} Adam steps the heads' absolute cosines with their matched "
+            f"centroids are {cos[-1, 0]:.2f} and {cos[-1, 1]:.2f} (from {cos[0, 0]:.2f} and "
+            f"{cos[0, 1]:.2f}), the minibatch risk went from {risk[0]:.3g} to {risk[-1]:.3g}; "
+            f"below, the heads' paths in the centroids' plane over a cloud of tokens.")
 
 
 def draw_training(
@@ -260,8 +292,8 @@ def draw_training(
     batched: bool = False,
 ) -> matplotlib.figure.Figure:
     """Draw one training run: ``|cos|`` of each head with its matched centroid and the minibatch
-    risk against the step (left), and the heads' paths in the plane of the two centroids
-    over a sample of tokens (right). ``lam`` and ``r_over_sigma`` snap to ``LAMS`` and
+    risk against the step (above), and the heads' paths in the plane of the two centroids
+    over a sample of tokens (below). ``lam`` and ``r_over_sigma`` snap to ``LAMS`` and
     ``SEPARATIONS``; ``d``, ``L``, ``seed``, ``init`` must be grid values.
 
     Draws into a new figure, or into ``fig`` when given: a figure this function drew before
@@ -279,7 +311,7 @@ def draw_training(
     steps, cos, risk, thetas = curves(r_over_sigma, d, L, init, lam, seed)
     X, labels = _tokens(r_over_sigma, d)
     if fig is None:
-        fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
+        fig = matplotlib.figure.Figure(figsize=FIGSIZE)
     art = getattr(fig, "_training_artists", None)
     if art is None:
         fig.clf()
@@ -309,29 +341,29 @@ def draw_training(
     centre, half = (lo + hi) / 2, 0.55 * float(np.max(hi - lo)) + 1e-6  # a square view
     ax_plane.set_xlim(centre[0] - half, centre[0] + half)
     ax_plane.set_ylim(centre[1] - half, centre[1] + half)
-    return fig
+    return set_alt(fig, training_alt(lam, r_over_sigma, d, L, seed, init, cos, risk))
 
 
-STATIC_GRID = dict(lam=LAMS, r_over_sigma=(2.0, 4.0, 8.0), d=(DEFAULTS["d"],),
-                   L=(DEFAULTS["L"],), seed=(0, 1), init=INITS)
+STATIC_GRID = dict(lam=LAMS, r_over_sigma=SEPARATIONS, d=(DEFAULTS["d"],),
+                   L=(DEFAULTS["L"],), seed=(DEFAULTS["seed"],), init=(DEFAULTS["init"],))
 """The slider values of the explorer in the static HTML book (every combination is drawn
-when the book is built, :mod:`attnclust.book.widgets.static`): every lam and initialisation,
-three separations and two seeds, at the default d and L; one compiled program and
-``len(r_over_sigma) * len(INITS)`` calls of :func:`training_runs` (each trains every seed
-of ``range(N_SEEDS)``, so a second seed costs frames, not training). Every other (d, L)
-is a program of its own to compile and train, and drawing a frame costs about as much as
-training its run (mostly the figure's text layout); the chapter's build pays for both, so
-d and L keep their default there."""
+when the book is built, :mod:`attnclust.book.widgets.static`): every lam and every
+separation (25 frames), d, L, the seed and the initialisation at their defaults (the note
+under the explorer names them). One compiled program and ``len(SEPARATIONS)`` calls of
+:func:`training_runs` (each trains every (lam, seed) of ``LAMS`` x ``range(N_SEEDS)``).
+Every other (d, L) is a program of its own to compile and train, and every other
+initialisation a group of its own; the chapter's build pays for both, so they keep their
+defaults there."""
 
-STATIC_ALT = ("Left, the absolute cosine of the two heads with their matched centroids and "
-              "the minibatch risk against the Adam step; right, the two heads' paths in the "
+STATIC_ALT = ("Above, the absolute cosine of the two heads with their matched centroids and "
+              "the minibatch risk against the Adam step; below, the two heads' paths in the "
               "plane of the centroids over a cloud of tokens; the title gives the slider values.")
-"""The alt text of every frame of the static explorer."""
+"""The alt text of a frame without its own (each frame has its own: :func:`training_alt`)."""
 
 
 @register("training", chapter="training_dynamics", draw=draw_training,
           frames=partial(draw_training, batched=True),
-          moves=(("lam", (0.5, 2.0, 4.0)), ("seed", (1, 2, 3)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
+          moves=(("lam", (0.25, 2.0, 4.0)), ("seed", (1, 2)), ("r_over_sigma", (2.0, 3.0, 6.0, 8.0)),
                  ("init", ("near", "large", "close")), ("L", (20, 100)), ("d", (2, 10))))
 def training_explorer(static: bool = False):
     """The explorer: sliders lam, r/sigma, d, L, seed, and the initialisation regime.
@@ -369,7 +401,7 @@ def _live_explorer():
         init=w.ToggleButtons(options=INITS, value=DEFAULTS["init"], description="init"),
     )
     out = w.Output()
-    fig = matplotlib.figure.Figure(figsize=(9.5, 4.0), layout="constrained")
+    fig = matplotlib.figure.Figure(figsize=FIGSIZE)
 
     def update(**values):
         draw_training(**values, fig=fig)
@@ -387,6 +419,6 @@ def _live_explorer():
 
 
 __all__ = ["LAMS", "SEPARATIONS", "DIMS", "LENGTHS", "N_SEEDS", "DEFAULTS", "BUDGET", "SEED0",
-           "STATIC_GRID", "STATIC_ALT",
+           "STATIC_GRID", "STATIC_ALT", "FIGSIZE", "training_alt",
            "training_runs", "training_run", "run_key", "prepare", "prepare_in_background",
            "draw_training", "training_explorer"]
