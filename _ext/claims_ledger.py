@@ -178,6 +178,8 @@ def _claims_in_order(app) -> list[tuple[str, str, dict]]:
 
 
 def _number(x) -> str:
+    if x in ("inf", float("inf")):  # the large-L limit, L = "inf" in a setting
+        return "∞"
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return str(x)
     if isinstance(x, int):
@@ -309,7 +311,7 @@ def _paper_table(app, fromdoc: str, claims) -> nodes.table:
     """One row per claim of the paper: its statement and setting, the book's claims that bear on
     it (each with its setting, its verdict and how it bears), and the verdict on the paper's
     claim that they give together (attnclust.book.claims.paper_verdict)."""
-    from attnclust.book.claims import PAPER, paper_verdict
+    from attnclust.book.claims import PAPER, bears_on_paper, paper_verdict
 
     rows = []
     for pkey, paper in PAPER.items():
@@ -321,7 +323,9 @@ def _paper_table(app, fromdoc: str, claims) -> nodes.table:
         for doc, key, item in mine:
             rec = item["record"]
             para = _sentence_cell(app, fromdoc, doc, key, item)[0]
-            para += nodes.Text(f" [{VERDICT_WORDS[rec['verdict']]}; it {rec['bearing']} the paper's claim]")
+            outcome = bears_on_paper(rec["verdict"], rec["bearing"])
+            para += nodes.Text(f" [the book's test: {VERDICT_WORDS[rec['verdict']]}; so the paper's claim "
+                               f"{'is not decided' if outcome == 'open' else OUTCOME_WORDS[outcome]} here]")
             evidence.append(para)
             evidence.append(nodes.paragraph("", "", nodes.emphasis(
                 "", f"At: {_pairs(rec['setting'], ', ')}")))

@@ -260,7 +260,7 @@ def test_paper_verdict_names_what_its_claims_say_together():
     # a supporting claim that fails is evidence against the paper's claim
     assert verdict([rec("fails", "supports")]).headline.startswith("does not hold")
     mixed = verdict([rec("holds", "supports", 50), rec("holds", "contradicts", 100), rec("open", "supports")])
-    assert mixed.headline == "holds at some settings, does not hold at others; open at some settings"
+    assert mixed.headline == "holds in some of the book's tests, does not hold in others; open in some"
     assert [(o, s["L"]) for o, _, s in mixed.outcomes] == [("supported", 50), ("contradicted", 100), ("open", 50)]
 
 

@@ -105,7 +105,7 @@ def test_ledger_page_json_and_links(tmp_path):
     # the paper's claim from the book's claims that bear on it
     assert 'id="paper-quantization"' in ledger and "The book has no claim that tests it." in ledger
     assert "Setting: The paper&#8217;s simplified layer" in ledger or "Setting: The paper's simplified layer" in ledger
-    assert "holds; it supports the paper" in ledger.replace("&#8217;", "'")
+    assert "the book's test: holds; so the paper's claim holds here" in ledger.replace("&#8217;", "'")
     assert "<strong>holds at every setting tested</strong>" in ledger
     assert "<strong>not tested</strong>" in ledger
     assert "holds at K = 2, d = 5, L = 50, λ = 1, seeds = 16 (toy-aligns)" in ledger

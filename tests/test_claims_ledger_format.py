@@ -40,3 +40,7 @@ def test_paper_column_words_each_finding_as_a_verdict_on_the_papers_statement():
     assert words("supported", {"verdict": "approx", "detail": "by 0.014"}) == "holds approximately (by 0.014)"
     assert words("contradicted", {"verdict": "approx", "detail": "by 3%"}) == (
         "does not hold, approximately (by 3%)")
+
+
+def test_the_large_L_limit_prints_as_infinity():
+    assert ledger._pairs({"L": "inf", "d": 5}, ", ") == "L = ∞, d = 5"

@@ -5,6 +5,7 @@ range inputs that switch between them); the pages themselves are checked in a br
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 
@@ -213,8 +214,6 @@ def test_each_frame_has_its_own_alt_and_the_page_opens_on_the_default_frame():
 
 
 def _frame_legibility(frame: bytes) -> dict[str, float]:
-    import io
-
     from PIL import Image
 
     from attnclust.book.figures._legibility import PNG_KEY, text_px_in_column
@@ -225,13 +224,18 @@ def _frame_legibility(frame: bytes) -> dict[str, float]:
 
 
 def test_frame_png_carries_the_smallest_text_size():
+    from PIL import Image
+
     from attnclust.book.figures._legibility import DPI
 
     from attnclust.book.widgets.static import DPI as FRAME_DPI
 
     assert FRAME_DPI == DPI  # the book's resolution, not a reduced one
-    px = _frame_legibility(frame_png(_draw(1, 2)))
-    assert px["desktop"] > 0 and px["phone"] > 0
+    for colours in (0, 16):  # full colour and palette: both say their resolution
+        frame = frame_png(_draw(1, 2), colours=colours)
+        px = _frame_legibility(frame)
+        assert px["desktop"] > 0 and px["phone"] > 0
+        assert Image.open(io.BytesIO(frame)).info["dpi"] == pytest.approx((DPI, DPI), abs=0.5)
 
 
 def _default_frame(name, monkeypatch):

@@ -618,9 +618,10 @@ class PaperVerdict:
     Attributes:
         headline: the verdict on the paper's statement in words ("not tested", "holds at
             every setting tested", "holds with qualifications", "does not hold for the book's
-            model at any setting tested", "holds at some settings, does not hold at others",
+            model at any setting tested", "holds in some of the book's tests, does not hold in
+            others",
             "open"),
-            with "; open at some settings" when some claims cannot decide.
+            with "; open in some" when some claims cannot decide.
         outcomes: for each claim of the book that bears on it, ``(outcome, id, setting)``.
     """
 
@@ -647,7 +648,9 @@ def paper_verdict(records: list[Mapping[str, Any]]) -> PaperVerdict:
     if not decided:
         return PaperVerdict("open", outcomes)
     if "contradicted" in decided and decided != {"contradicted"}:
-        headline = "holds at some settings, does not hold at others"
+        # two tests may differ by their setting or by how they read the paper's statement
+        # (aligned up to a tilt, or exactly): each outcome names its setting
+        headline = "holds in some of the book's tests, does not hold in others"
     elif "contradicted" in decided:
         headline = "does not hold for the book's model at any setting tested"
     elif "qualified" in decided:
@@ -655,7 +658,7 @@ def paper_verdict(records: list[Mapping[str, Any]]) -> PaperVerdict:
     else:
         headline = "holds at every setting tested"
     if "open" in kinds:
-        headline += "; open at some settings"
+        headline += "; open in some"
     return PaperVerdict(headline, outcomes)
 
 

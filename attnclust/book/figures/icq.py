@@ -272,7 +272,7 @@ def regimes(size: str = "small"):
     rg = E.regimes(size)
     fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 9.0))
     a.semilogx(rg.ds, rg.self_weight_bound, "P-", color="0.5", label="measured, bound's $\\lambda$ (oracle $\\sigma$, $r$)")
-    a.semilogx(rg.ds, rg.self_weight_predicted, "k--", label="estimate (prop-icq-self-weight)")
+    a.semilogx(rg.ds, rg.self_weight_predicted, "k--", label="estimate (the proposition)")
     a.semilogx(rg.ds, rg.self_weight_sure, "D-", color="tab:blue", label="measured, $\\lambda$ from the prompt")
     a.axhline(1 / L, color="0.6", ls=":", lw=1, label="$1/L$ (uniform)")
     a.set_xlabel("dimension $d$")

@@ -283,9 +283,9 @@ def _live_explorer():
 
     sliders = dict(
         lam=w.FloatLogSlider(value=DEFAULTS["lam"], base=10, min=math.log10(0.05), max=math.log10(4.0),
-                             step=0.05, description="lam", continuous_update=False),
+                             step=0.05, description="λ", continuous_update=False),
         r_over_sigma=w.FloatSlider(value=DEFAULTS["r_over_sigma"], min=1.0, max=8.0, step=0.25,
-                                   description="r/sigma", continuous_update=False),
+                                   description="r / σ", continuous_update=False),
         K=w.IntSlider(value=DEFAULTS["K"], min=min(K_VALUES), max=max(K_VALUES), description="K",
                       continuous_update=False),
         L=w.IntSlider(value=DEFAULTS["L"], min=20, max=L_MAX, step=10, description="L",

@@ -87,7 +87,7 @@ def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLO
     book draws its figures (``attnclust.book.figures._legibility.png``: a tight PNG whose
     text chunk ``PNG_KEY`` holds the figure's smallest text size, which the browser check
     reads from every image of a page), reduced to an adaptive palette of ``colours``
-    colours (``COLOURS`` by default; 0: full colour), the text chunk kept. Deterministic:
+    colours (``COLOURS`` by default; 0: full colour), the text chunk and resolution kept. Deterministic:
     the same figure gives the same bytes."""
     with warnings.catch_warnings():
         # matplotlib's hint when placing a legend (loc="best") took over a second: a matter
@@ -106,7 +106,8 @@ def frame_png(fig: matplotlib.figure.Figure, dpi: int = DPI, colours: int = COLO
         info.add_text(key, value)
     image = source.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
     out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True, pnginfo=info)
+    # the resolution too (pHYs), from which a reader of the PNG turns points into pixels
+    image.save(out, format="PNG", optimize=True, pnginfo=info, dpi=source.info.get("dpi", (dpi, dpi)))
     return out.getvalue()
 
 
