@@ -81,7 +81,7 @@ def book(tmp_path: Path) -> Path:
 
 def test_planted_chapter_measures(book: Path):
     s = reading.chapter_stats(book / "chapters" / "planted.md")
-    assert s.prose_words == 17
+    assert s.prose_words == 17 and s.title == "Title here"
     assert s.claim_words == 5 and s.claims_from == "source"
     assert s.words == 22 and s.minutes == pytest.approx(22 / reading.WORDS_PER_MINUTE)
     assert s.figures == 1 and s.first_figure_word == 17
@@ -202,3 +202,38 @@ def test_real_chapters_have_a_sane_row_each():
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
     assert table.splitlines()[0].startswith("| measure | " + " | ".join(expected) + " | total | goal | met |")
     assert len([ln for ln in table.splitlines() if ln.startswith("| ")]) == 1 + len(reading._ROWS)
+
+
+def _plan_markdown() -> str:
+    """The Markdown of the instructors' page before its appendix (the teaching plan), code
+    cells left out."""
+    from attnclust.assignments.markdown import split_fences
+
+    page = (ROOT / "chapters" / "instructors.md").read_text()
+    plan = page[page.index("# For instructors"):page.index("## Appendix: the autograder")]
+    return "\n\n".join(p for p in split_fences(plan) if isinstance(p, str))
+
+
+def test_instructors_plan_is_free_of_tooling_and_computes_its_minutes():
+    """The teaching plan names every main-path chapter, says no word of the machinery, and
+    types no minutes or seconds: they are glued by a cell that calls attnclust.book.reading."""
+    import re
+
+    plan = _plan_markdown()
+    assert reading.tooling_sentences(plan) == []
+    for f, _ in reading.main_path(ROOT):
+        assert f"{{doc}}`{f.split('/')[-1]}`" in plan, f
+    assert not re.search(r"\d\s*(minutes|min|s|seconds)\b", re.sub(r"\{glue:text\}`[^`]*`", "", plan))
+    page = (ROOT / "chapters" / "instructors.md").read_text()
+    assert "book_stats(ROOT)" in page and "compute_seconds(ROOT)" in page
+    assert page.index("## A two-week plan") < page.index("## Appendix: the autograder") \
+        < page.index("### From a fresh clone to a CSV of grades")
+
+
+def test_compute_seconds_reads_the_benchmark(tmp_path: Path):
+    assert reading.compute_seconds(tmp_path) == {}
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "book.json").write_text('{"clean_s": 300}')
+    assert reading.compute_seconds(tmp_path) == {}
+    (tmp_path / "benchmarks" / "book.json").write_text('{"chapters_s": {"mixtures": 28.5}}')
+    assert reading.compute_seconds(tmp_path) == {"mixtures": 28.5}

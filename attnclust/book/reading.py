@@ -52,7 +52,7 @@ from pathlib import Path
 
 __all__ = ["GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
            "ChapterStats", "Goal", "book_stats", "chapter_stats", "compute_seconds",
-           "ledger_sentences", "main_path", "table"]
+           "ledger_sentences", "main_path", "table", "tooling_sentences"]
 
 WORDS_PER_MINUTE = 200
 """Reading speed of the goals of issue 29 (prose and claim sentences)."""
@@ -138,6 +138,7 @@ class ChapterStats:
     tooling: list[str] = field(default_factory=list)  # the tooling sentences
     first_figure_word: int | None = None
     claims_from: str = "source"  # "ledger" when every shown sentence came from the ledger
+    title: str = ""  # the chapter's first heading
 
     @property
     def words(self) -> int:
@@ -274,6 +275,13 @@ def is_tooling(sentence: str) -> list[str]:
     return [name for name, rx in TOOLING_PATTERNS if rx.search(sentence)]
 
 
+def tooling_sentences(markdown: str) -> list[str]:
+    """The tooling sentences of narrative Markdown (no code cells): those of its reading
+    text, roles resolved, that match :data:`TOOLING_PATTERNS`."""
+    text = _CLAIM_MARK.sub(" ", _reduce(markdown).text.replace(_FIGURE_MARK, "\n\n"))
+    return [s for s in _sentences(text) if is_tooling(s)]
+
+
 # ---------------------------------------------------------------- code
 
 _CHECK_CALLS = ("claim", "glue", "gl")
@@ -382,6 +390,9 @@ def chapter_stats(path: str | Path, part: str | None = None,
     nb = jupytext.read(path)
     chapter = parse_notebook(nb, path.stem)
     stats = ChapterStats(path.stem, part, exercises=len(chapter.exercises))
+    heading = next((m for p in chapter.pieces if p.kind == "text"
+                    for m in [re.search(r"^# (.+)$", p.source, re.M)] if m), None)
+    stats.title = heading[1].strip() if heading else path.stem
     from_source: dict[str, str] = {}
     for p in chapter.pieces:
         if p.kind in ("code", "check", "solution_code"):
