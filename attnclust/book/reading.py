@@ -6,8 +6,8 @@ talk, checking code, exercises. :func:`book_stats` measures each chapter, :func:
 prints the measures beside the goals (``scripts/reading_stats.py``), and the chapter "For
 instructors" reads the reading minutes from here at build time.
 
-The chapters are read with the course tools' own reader (:mod:`attnclust.assignments.source`:
-jupytext cells, :func:`~attnclust.assignments.markdown.split_fences`, ``toc_chapters``), so that
+The chapters are read with the course tools' own reader (``attnclust.assignments.source``:
+jupytext cells, ``split_fences`` of ``attnclust.assignments.markdown``, ``toc_chapters``), so that
 narrative, exercises, solutions and check cells are told apart as the editions tell them apart.
 What each measure counts:
 
@@ -16,7 +16,7 @@ What each measure counts:
   statements nor solutions (work, not reading), not code (code cells, fenced code blocks,
   inline code), not display mathematics. An inline formula ``$...$``, a glued number
   ``{glue:text}``, a citation or a cross-reference counts as one word; a link as its text.
-- **claim words**: the words of the sentence each ``{claim}`id``` role shows, every time it
+- **claim words**: the words of the sentence each ``{claim}`` role shows, every time it
   is shown. The sentence is read from the built ledger (``_build/html/claims.json``, its
   ``sentence``) when one is given, else from the source: the constant words of the f-string
   passed to ``claims.claim(id, sentence, ...)``, each formatted value one word.
@@ -58,8 +58,8 @@ WORDS_PER_MINUTE = 200
 """Reading speed of the goals of issue 29 (prose and claim sentences)."""
 
 HIDDEN_TAGS = frozenset({"remove-cell", "remove-input", "hide-input", "hide-cell"})
-"""Code cell tags whose source a reader does not see without a click: removed, or collapsed
-behind a toggle."""
+"""Code cell tags whose source a reader does not see without a click (removed, or collapsed
+behind a toggle)."""
 
 MAIN_PARTS = ("Theory", "Experiments")
 """The parts of ``_toc.yml`` on the main path, besides the root page."""
@@ -82,7 +82,7 @@ TOOLING_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
         ("tests", r"\b(the|a|unit|its) tests? (suite|file)s?\b|\bpytest\b|\btests/|\btest suite\b"
                   r"|\bthe tests\b|\bCI\b"),
     ))
-"""The machinery a sentence may name, by name: a sentence matching any is a tooling sentence."""
+"""The machinery a sentence may name, each with a name; a sentence matching any is a tooling sentence."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +98,13 @@ class Goal:
     experiments_only: bool = False
 
     def met(self, x: float | None) -> bool:
+        """Whether the value ``x`` of the measure meets the goal (``None`` does not)."""
         if x is None:
             return False
         return x <= self.value if self.bound == "at_most" else x >= self.value
 
     def text(self) -> str:
+        """The goal as the table prints it, "≤ 20 (each chapter)"."""
         sign = "≤" if self.bound == "at_most" else "≥"
         where = "total" if self.scope == "total" else (
             "each theory/experiment chapter" if self.experiments_only else "each chapter")
@@ -118,7 +120,7 @@ GOALS = (
     Goal("first_figure_word", "first figure at word", "at_most", 400),
     Goal("exercises", "exercises", "at_least", 5, experiments_only=True),
 )
-"""The goals of issue 29, printed beside the measures (not yet met: the tests do not assert them)."""
+"""The goals of issue 29, printed beside the measures; not yet met, so the tests do not assert them."""
 
 
 @dataclass
@@ -142,29 +144,36 @@ class ChapterStats:
 
     @property
     def words(self) -> int:
+        """Prose and claim words."""
         return self.prose_words + self.claim_words
 
     @property
     def minutes(self) -> float:
+        """Reading minutes, at :data:`WORDS_PER_MINUTE`."""
         return self.words / WORDS_PER_MINUTE
 
     @property
     def tooling_sentences(self) -> int:
+        """How many tooling sentences."""
         return len(self.tooling)
 
     @property
     def tooling_share(self) -> float:
+        """Tooling sentences, % of the sentences."""
         return 100 * len(self.tooling) / self.sentences if self.sentences else 0.0
 
     @property
     def checking_share(self) -> float:
+        """Checking lines, % of the shown code lines."""
         return 100 * self.checking_lines / self.code_lines if self.code_lines else 0.0
 
     @property
     def figures_per_1000(self) -> float:
+        """Figures per 1,000 words (prose and claims)."""
         return 1000 * self.figures / self.words if self.words else 0.0
 
     def as_dict(self) -> dict:
+        """The fields and the derived measures, for ``--json``."""
         out = asdict(self)
         for name in ("words", "minutes", "tooling_sentences", "tooling_share", "checking_share",
                      "figures_per_1000"):
