@@ -71,7 +71,7 @@ TOOLING_PATTERNS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (name, re.compile(rx, re.I)) for name, rx in (
         ("make", r"`make\b|\bmake (book|test|lab|venv|bench|assignments|unit|quick|clean)\b"),
         ("python -m", r"python3? -m\b|\bpip install\b|\.venv\b|`python\b"),
-        ("file path", r"`[^`\s]*\.(py|json|md|ya?ml|toml|txt|csv|ipynb|bib|sh|npz)`"
+        ("file path", r"`[^`\s]*\.(py|json|md|ya?ml|toml|txt|csv|ipynb|bib|sh|npz|cff|html)`"
                       r"|\b[\w.-]+/[\w./-]*\.(py|json|md|ya?ml|toml|txt|csv|ipynb|npz)\b"
                       r"|\b(results|benchmarks|scripts|tests|_build|chapters)/"),
         ("results file", r"\bresults? files?\b|\bcommitted\b|\bcommits?\b|\bre-?computed? at build\b"),
@@ -195,7 +195,7 @@ _LINK = re.compile(r"!?\[(?P<text>[^\]]*)\]\([^)]*\)")
 _TARGET = re.compile(r"^\s*\([\w:.-]+\)=\s*$", re.M)
 _COMMENT = re.compile(r"<!--.*?-->|^%.*$", re.S | re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z(\"'*`{$])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)"
-                           r"|\n(?=#)")
+                           r"|\n(?=#)|\n(?=\|)")  # a heading, list item or table row ends one
 _FIGURE_MARK = "\x00FIGURE\x00"
 
 _NON_WORD_FENCES = ("math", "code", "code-block", "bibliography", "code-cell", "raw", "glue:figure")
