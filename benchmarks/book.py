@@ -9,6 +9,14 @@ a fresh clone).
 The cached rebuild is the same command again in the same copy. Each time is recorded with
 the machine's load averages before and after, since other processes slow a build.
 Writes benchmarks/book.json, which ``benchmarks/run.py`` puts into the results table.
+
+Per chapter (``chapters_s``): the seconds each page's notebook took to execute in the clean
+build, as jupyter-cache recorded them (``execution_seconds`` of the copy's
+``_build/.jupyter_cache``), JAX's compilations included, as on a reader's first run. The build
+executes the pages side by side, one a core (``cores``), so each time is that of a page sharing
+the machine with others, not alone; the chapter "For instructors" shows them
+(``attnclust.book.reading.compute_seconds``). ``--chapters-from BUILD`` records them from an
+existing build folder instead, without building (``"chapters_from"`` says which).
 """
 
 from __future__ import annotations
@@ -48,12 +56,50 @@ def build(copy: Path, venv_bin: Path) -> dict:
             "load_before": load_before, "load_after": list(os.getloadavg()), "log_tail": tail}
 
 
+def chapter_seconds(build_dir: Path) -> dict[str, float]:
+    """Chapter stem -> seconds its notebook took to execute, from the jupyter-cache of
+    ``build_dir`` (``_build``); empty when there is no cache or jupyter-cache is missing."""
+    cache = Path(build_dir) / ".jupyter_cache"
+    if not cache.is_dir():
+        return {}
+    try:
+        from jupyter_cache import get_cache
+    except ImportError:
+        return {}
+    out = {}
+    for record in get_cache(str(cache)).list_cache_records():
+        seconds = (record.data or {}).get("execution_seconds")
+        if seconds is not None:
+            out[Path(record.uri).stem] = float(seconds)
+    return dict(sorted(out.items()))
+
+
+def record_chapters(build_dir: Path, out: Path) -> int:
+    """Write the chapters' execution seconds of an existing build into ``out`` (book.json),
+    keeping what it holds; 1 when the build has none."""
+    seconds = chapter_seconds(build_dir)
+    if not seconds:
+        print(f"no executed chapters in {build_dir}/.jupyter_cache", file=sys.stderr)
+        return 1
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    result["chapters_s"] = seconds
+    result["chapters_from"] = f"{build_dir} ({dt.datetime.now(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ})"
+    result["cores"] = os.cpu_count()
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {len(seconds)} chapters' seconds to {out}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--worktree", action="store_true", help="copy the working tree, not HEAD")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "book.json"))
     p.add_argument("--keep", action="store_true", help="keep the copy (its path is printed)")
+    p.add_argument("--chapters-from", metavar="BUILD",
+                   help="only record the chapters' execution seconds of an existing build folder")
     a = p.parse_args()
+    if a.chapters_from:
+        return record_chapters(Path(a.chapters_from), Path(a.out))
     venv_bin = ROOT / ".venv" / "bin"
     tmp = Path(tempfile.mkdtemp(prefix="attnclust-bench-book-"))
     copy = tmp / "repo"
@@ -69,6 +115,7 @@ def main() -> int:
         source = f"git HEAD {rev.stdout.strip()}"
     print(f"building {source} in {copy} (clean)...", flush=True)
     clean = build(copy, venv_bin)
+    chapters = chapter_seconds(copy / "_build")  # the clean build's executions, before the rebuild
     print(f"clean: {clean['seconds']:.0f} s, exit {clean['returncode']}, load {clean['load_before'][0]:.1f} -> {clean['load_after'][0]:.1f}", flush=True)
     cached = build(copy, venv_bin)
     print(f"cached: {cached['seconds']:.0f} s, exit {cached['returncode']}, load {cached['load_before'][0]:.1f} -> {cached['load_after'][0]:.1f}", flush=True)
@@ -79,6 +126,7 @@ def main() -> int:
         "clean_ok": clean["returncode"] == 0, "cached_ok": cached["returncode"] == 0,
         "clean_load": clean["load_before"][0], "cached_load": cached["load_before"][0],
         "clean": clean, "cached": cached, "cores": os.cpu_count(),
+        "chapters_s": chapters, "chapters_from": "the clean build",
     }
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     if a.keep:

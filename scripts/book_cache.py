@@ -55,9 +55,11 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # that does not exist yet is followed from the build after it appears)
     "chapters/performance.md": ("_toc.yml", "benchmarks/results.json", "benchmarks/gpu.json"),
     # attnclust.assignments: course_chapters reads _toc.yml, parse_chapter the chapters, and
-    # markdown.References every chapter, the bibliography and the MathJax macros
+    # markdown.References every chapter, the bibliography and the MathJax macros; the teaching
+    # plan's reading minutes (attnclust.book.reading: the chapters) and compute times
+    # (reading.compute_seconds: benchmarks/book.json, written by make bench-book)
     "chapters/instructors.md": ("_toc.yml", "_config.yml", "chapters/*.md",
-                                "chapters/references.bib"),
+                                "chapters/references.bib", "benchmarks/book.json"),
     # committed results files (attnclust.book.results.load: results/NAME.json), read through
     # attnclust.book.experiments.landscape / .training / .beyond
     "chapters/training_dynamics.md": ("attnclust/book/results/*.json",),

@@ -44,6 +44,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "_config.yml").write_text("title: t\n")
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "results.json").write_text("{}")
+    (tmp_path / "benchmarks" / "book.json").write_text("{}")
     return tmp_path
 
 
@@ -131,7 +132,7 @@ def test_irrelevant_files_do_not_clear(repo: Path):
     pyc.mkdir()
     (pyc / "x.py").write_text("# bytecode dir")
     (repo / "README.md").write_text("docs")
-    (repo / "benchmarks" / "book.json").write_text("{}")  # read by benchmarks/run.py only
+    (repo / "benchmarks" / "run.py").write_text("# the benchmarks' code")
     run_script(repo)
     assert (build / ".jupyter_cache" / "f").exists()
     assert (build / ".doctrees" / "f").exists()
@@ -165,6 +166,7 @@ def cached_pages(build: Path) -> set[str]:
     [
         ("benchmarks/gpu.json", '{"new": 1}', {PERF}),  # a GPU run committed
         ("benchmarks/results.json", '{"new": 1}', {PERF}),
+        ("benchmarks/book.json", '{"chapters_s": {}}', {INSTR}),  # the plan's compute times
         ("_toc.yml", "root: chapters/mixtures\n", {PERF, INSTR}),
         (OTHER, "# edited chapter\n", {INSTR}),
         ("chapters/new_chapter.md", "# new\n", {INSTR}),
