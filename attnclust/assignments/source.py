@@ -6,6 +6,7 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
     ```{exercise} Short title
     :label: ex-<stem>-<n>
 
+    Kind: coding. Level: standard. Time: about 15 minutes.
     Statement ... Store your answer in `ex_<stem>_<n>`.
     ```
 
@@ -28,7 +29,9 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
 
 A check reads the exercise's answer variable and what the chapter's narrative code defines;
 it runs, when grading, on the answer exported as data (:mod:`.answers`), in a copy of the
-namespace of the chapter's own narrative code, not in the student's kernel. The optional
+namespace of the chapter's own narrative code, not in the student's kernel. A ``proof``
+(:data:`UNGRADED_KINDS`) has no check cell: its solution ends with a rubric for the
+instructor, who grades it. The optional
 ``# verifies:`` lines say, for the student edition with hidden checks, what is checked.
 
 :func:`parse_chapter` walks the cells once and returns a :class:`Chapter`: a list of
