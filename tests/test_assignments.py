@@ -60,6 +60,7 @@ from attnclust.assignments.__main__ import main as cli
 from attnclust.assignments.answers import AnswerError, check_kind, decode
 from attnclust.assignments import grading
 from attnclust.assignments.grading import unanswered
+from attnclust.assignments.source import KINDS, LEVELS, exercise_headline
 from attnclust.assignments.source import MYST_HEADER, check_header
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -480,6 +481,7 @@ def test_unanswered_exercises_are_recognised(chapter):
 HUGE_CELL = """
 import sys, nbformat
 from attnclust.assignments.grading import unanswered
+from attnclust.assignments.source import KINDS, LEVELS, exercise_headline
 nb = nbformat.read(sys.argv[1], 4)
 nb.cells.append(nbformat.v4.new_code_cell("\\n" * 330_000 + "ex_toy_3 = 'a'"))
 print(sorted(unanswered(nb, {"exercises": [{"label": "ex-toy-3", "variable": "ex_toy_3"},
@@ -1325,6 +1327,12 @@ def test_real_chapter_exercises_and_student_edition(stem):
     outside = {ln.strip() for p in ch.pieces if p.kind not in ("solution_text", "solution_code")
                for ln in p.source.splitlines()}
     for ex in ch.exercises.values():
+        if not ex.graded:  # a proof: a Markdown answer cell, graded by the instructor
+            assert not ex.checks and ex.points == 0, ex.label
+            assert any(c.cell_type == "markdown" and c.metadata.get("attnclust", {}).get(
+                "answer") == ex.label for c in student.cells), ex.label
+            assert any("rubric" in t.lower() for t in ex.solution_text), f"{ex.label}: no rubric"
+            continue
         assert ex.checks and ex.points > 0, ex.label
         for check in ex.checks:  # the feedback names the exercise and what was expected
             assert ex.label in check and "expected" in check, f"{ex.label}: check message"
@@ -1335,6 +1343,101 @@ def test_real_chapter_exercises_and_student_edition(stem):
     for check in (c for ex in ch.exercises.values() for c in ex.checks):
         asserts = [ln for ln in check.splitlines() if ln.lstrip().startswith("assert")]
         assert not any(ln in hidden for ln in asserts), f"{stem}: a check is not hidden"
+
+
+@pytest.mark.parametrize("stem", REAL)
+def test_every_course_exercise_states_its_kind_level_and_time(stem):
+    """The first line of every exercise's statement is ``Kind: <kind>. Level: <level>. Time:
+    about <N> minutes.``, with a known kind and level and a positive time."""
+    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
+    for ex in ch.exercises.values():
+        first = ex.statement.strip().splitlines()[0]
+        assert exercise_headline(first), f"{ex.label}: first line {first!r}"
+        assert ex.kind in KINDS and ex.level in LEVELS and ex.minutes > 0, ex.label
+
+
+THEORY_CHAPTERS = ("mixtures", "attention", "population_risk", "quantization")
+
+
+@pytest.mark.parametrize("stem", THEORY_CHAPTERS)
+def test_theory_chapters_have_five_exercises_and_a_proof(stem):
+    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
+    assert len(ch.exercises) >= 5, stem
+    assert any(e.kind == "proof" for e in ch.exercises.values()), stem
+
+
+def test_headline_reads_kind_level_and_time():
+    assert exercise_headline("Kind: proof. Level: challenge. Time: about 30 minutes. Show") == (
+        "proof", "challenge", 30)
+    assert exercise_headline("Kind: open question. Level: standard. Time: about 20 minutes.") \
+        == ("open question", "standard", 20)
+    for bad in ("Kind: derivation. Show that", "Kind: proof. Level: hard. Time: about 5 minutes.",
+                "Kind: essay. Level: standard. Time: about 5 minutes.",
+                "Kind: coding. Level: standard. Time: 5 minutes."):
+        assert exercise_headline(bad) is None, bad
+
+
+PROOF_TOY = TOY.replace("Closing narrative.", """```{exercise} A proof
+:label: ex-toy-4
+
+Kind: proof. Level: standard. Time: about 10 minutes. Prove that $x^2$ is convex.
+```
+
+```{solution} ex-toy-4
+:class: dropdown
+
+SECRET-PROOF: the second derivative is 2. Rubric: the second derivative; its sign.
+```
+
+Closing narrative.""")
+
+
+@pytest.fixture(scope="module")
+def proof_chapter(tmp_path_factory):
+    root = tmp_path_factory.mktemp("proofbook")
+    (root / "chapters").mkdir()
+    (root / "chapters" / "toy.md").write_text(PROOF_TOY)
+    return parse_chapter(root / "chapters" / "toy.md")
+
+
+def test_a_proof_needs_no_check_and_gets_a_markdown_answer_cell(proof_chapter):
+    ch = proof_chapter
+    assert ch.problems == []
+    ex = ch.exercises["ex-toy-4"]
+    assert (ex.kind, ex.level, ex.minutes, ex.graded, ex.points) == ("proof", "standard", 10,
+                                                                     False, 0)
+    nb = student_notebook(ch)
+    answer = [c for c in nb.cells if c.metadata.get("attnclust", {}).get("answer") == ex.label]
+    assert len(answer) == 1 and answer[0].cell_type == "markdown"
+    text = _text(nb)
+    assert "SECRET-PROOF" not in text and "graded by your instructor" in text
+    assert f"{ex.variable} = None" not in text
+    assert "SECRET-PROOF" in _text(instructor_notebook(ch))
+    material = autograder_material(ch)
+    assert {e["label"]: e["kind"] for e in material["exercises"]}["ex-toy-4"] == "proof"
+    assert all(item.get("label") != ex.label for item in material["program"])
+
+
+def test_a_proof_with_a_check_is_a_problem(tmp_path):
+    (tmp_path / "toy.md").write_text(PROOF_TOY.replace("Closing narrative.", """```{code-cell} python3
+:tags: [remove-input, check]
+# check ex-toy-4 points=1
+assert True, "ex-toy-4: expected"
+```"""))
+    assert any("not autograded" in p for p in parse_chapter(tmp_path / "toy.md").problems)
+
+
+def test_the_grader_leaves_a_proof_to_the_instructor(proof_chapter):
+    from attnclust.assignments import grading
+
+    material = grading.validate_material(json.loads(json.dumps(autograder_material(proof_chapter))))
+    settings = grading._settings(60, None, 60, True, None, ())
+    grades = grading._score("ann", material, grading._Run(), set(), {}, {}, settings)
+    proof = [g for g in grades if g.exercise == "ex-toy-4"]
+    assert len(proof) == 1 and proof[0].points == 0 and proof[0].max_points == 0
+    assert "ungraded" in proof[0].feedback and "instructor" in proof[0].feedback
+    zero = {g.exercise: g.feedback for g in grading._zero("ann", material, "unreadable")}
+    assert "ungraded" in zero["ex-toy-4"] and "unreadable" in zero["ex-toy-1"]
 
 
 @pytest.mark.integration

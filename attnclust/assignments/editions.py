@@ -149,6 +149,33 @@ def _prompt(ex: Exercise, hidden: bool = False) -> str:
             + ("says what the grader verifies." if hidden else "tells you whether it is right."))
 
 
+PROOF_STARTER = "*Write your proof here.*"
+"""The text of the Markdown answer cell that the student edition gives a proof exercise."""
+
+
+def _proof_prompt(ex: Exercise) -> str:
+    return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). Write your {ex.kind} in "
+            "the Markdown cell below (LaTeX between dollar signs), adding cells as needed. "
+            "It is not checked by code: your instructor grades it.")
+
+
+def _markdown_answer_cell(ex: Exercise) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_markdown_cell(PROOF_STARTER)
+    cell.metadata["attnclust"] = {"answer": ex.label}
+    return cell
+
+
+def _ungraded_note(chapter: Chapter) -> str:
+    """A sentence naming the exercises that no check grades (proofs), or nothing."""
+    left = [e for e in chapter.exercises.values() if not e.graded]
+    if not left:
+        return ""
+    names = ", ".join(f"{e.number} (a {e.kind})" for e in left)
+    return (f" Exercise{'s' if len(left) > 1 else ''} {names} {'are' if len(left) > 1 else 'is'}"
+            " answered in words, in a Markdown cell, and graded by your instructor, not by "
+            "code.")
+
+
 def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
     n, pts = len(chapter.exercises), f"{chapter.total_points:g}"
     if student:
@@ -162,7 +189,7 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
                 "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
                 "notebook from the top before handing it in. To resubmit, hand in the "
                 "notebook again under the same name: a changed file is graded again, an "
-                "unchanged one keeps its grade." + GLUE_NOTE)
+                "unchanged one keeps its grade." + _ungraded_note(chapter) + GLUE_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
             f"{n} exercises, {pts} points, with the reference solutions.*" + GLUE_NOTE)
 
@@ -188,7 +215,11 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             nb.cells.append(_code_cell(live_widget_source(p.source) if _is_widget(p.cell)
                                        else p.source, p.cell))
         elif p.kind == "answer":
-            if student:
+            if student and not ex.graded:
+                md.append(_proof_prompt(ex))
+                flush()
+                nb.cells.append(_markdown_answer_cell(ex))
+            elif student:
                 md.append(_prompt(ex, hidden))
                 flush()
                 nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",

@@ -59,12 +59,13 @@ from ._export import _ATTNCLUST_MIME as MIME
 from ._text import printable, utf8
 from .answers import MAX_ARRAY_BYTES, MAX_ARRAY_TEXT, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
-from .source import check_header
+from .source import UNGRADED_KINDS, check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
                           read_submission)
 
 __all__ = ["check_output_path", "grade_notebook", "grade_notebooks", "grade_submissions",
-           "prepare_submission", "require_sandbox", "unanswered", "validate_material"]
+           "prepare_submission", "require_sandbox", "unanswered", "ungraded_feedback",
+           "validate_material"]
 
 WORKER = Path(__file__).with_name("_worker.py")
 _EXPORTER = Path(__file__).with_name("_export.py").read_text()
@@ -752,6 +753,10 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
         final = not run.grader_failed
+        if ex.get("kind") in UNGRADED_KINDS:
+            grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
+                                        ungraded_feedback(label, ex["kind"]), final))
+            continue
         if not items:
             grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
                                         f"{label}: the chapter has no check for it", final))
@@ -785,9 +790,16 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
     return grades
 
 
+def ungraded_feedback(label: str, kind: str) -> str:
+    """The feedback of an exercise that no check grades (a proof): left to the instructor."""
+    return f"{label}: ungraded, a {kind} is graded by the instructor (rubric in the solution)"
+
+
 def _zero(student: str, material: dict, reason: str) -> list[ExerciseGrade]:
     return [ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
-                          f"{ex['label']}: {reason}") for ex in material["exercises"]]
+                          ungraded_feedback(ex["label"], ex["kind"])
+                          if ex.get("kind") in UNGRADED_KINDS else f"{ex['label']}: {reason}")
+            for ex in material["exercises"]]
 
 
 # ---- the public entry points -------------------------------------------------------------

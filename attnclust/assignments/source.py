@@ -6,6 +6,7 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
     ```{exercise} Short title
     :label: ex-<stem>-<n>
 
+    Kind: coding. Level: standard. Time: about 15 minutes.
     Statement ... Store your answer in `ex_<stem>_<n>`.
     ```
 
@@ -28,7 +29,9 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
 
 A check reads the exercise's answer variable and what the chapter's narrative code defines;
 it runs, when grading, on the answer exported as data (:mod:`.answers`), in a copy of the
-namespace of the chapter's own narrative code, not in the student's kernel. The optional
+namespace of the chapter's own narrative code, not in the student's kernel. A ``proof``
+(:data:`UNGRADED_KINDS`) has no check cell: its solution ends with a rubric for the
+instructor, who grades it. The optional
 ``# verifies:`` lines say, for the student edition with hidden checks, what is checked.
 
 :func:`parse_chapter` walks the cells once and returns a :class:`Chapter`: a list of
@@ -67,9 +70,36 @@ kernelspec:
 kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
 
 __all__ = [
-    "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_description", "check_header",
-    "parse_chapter", "parse_notebook", "toc_chapters",
+    "CHECK_LINE", "Chapter", "Exercise", "HEADLINE", "KINDS", "LEVELS", "Piece", "UNGRADED_KINDS",
+    "check_description", "check_header", "exercise_headline", "parse_chapter", "parse_notebook", "toc_chapters",
 ]
+
+KINDS = ("derivation", "coding", "interpretation", "proof", "open question")
+"""The kinds of exercise a chapter may state: SymPy derivations, coding tasks and
+multiple-choice interpretation questions (checked by code), open questions (a worked answer;
+checked on what any right answer satisfies) and proofs (written in words, graded by the
+instructor against the rubric in the solution)."""
+
+UNGRADED_KINDS = ("proof",)
+"""Kinds that the grader does not check: no check cell, a Markdown answer cell in the student
+edition, and the grader reports them as left to the instructor."""
+
+LEVELS = ("warm-up", "standard", "challenge")
+"""The difficulty an exercise states on its first line."""
+
+HEADLINE = re.compile(r"^Kind: (?P<kind>[a-z][a-z ]*[a-z])\. Level: (?P<level>[a-z-]+)\. "
+                      r"Time: about (?P<minutes>\d+) minutes\.")
+"""The first line of an exercise's statement:
+``Kind: <kind>. Level: <warm-up|standard|challenge>. Time: about <N> minutes.``"""
+
+
+def exercise_headline(body: str) -> tuple[str, str, int] | None:
+    """``(kind, level, minutes)`` from the first line of an exercise's statement, if it has the
+    form of :data:`HEADLINE` with a known kind and level; else ``None``."""
+    m = HEADLINE.match(body.strip())
+    if not m or m["kind"] not in KINDS or m["level"] not in LEVELS:
+        return None
+    return m["kind"], m["level"], int(m["minutes"])
 
 CHECK_LINE = re.compile(r"^\s*#\s*check\s+(?P<label>[\w.:-]+)\s+points\s*=\s*(?P<points>\d+(?:\.\d+)?)")
 """First line of a check cell: ``# check <label> points=<N>``."""
@@ -122,11 +152,18 @@ class Exercise:
     title: str = ""
     statement: str = ""
     kind: str = ""
+    level: str = ""
+    minutes: int = 0
     solution_text: list[str] = field(default_factory=list)
     solution_code: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     points: float = 0.0
     number: int = 0
+
+    @property
+    def graded(self) -> bool:
+        """Whether the grader checks it (a proof is left to the instructor)."""
+        return self.kind not in UNGRADED_KINDS
 
     @property
     def variable(self) -> str:
@@ -330,9 +367,13 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
                     ex = get(label)
                     ex.title = part.arg
                     ex.statement = part.body.strip()
-                    km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation)",
-                                   part.body, re.I)
-                    ex.kind = km[1].lower() if km else ex.kind
+                    head = exercise_headline(part.body)
+                    if head:
+                        ex.kind, ex.level, ex.minutes = head
+                    else:
+                        km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation|proof)",
+                                       part.body, re.I)
+                        ex.kind = km[1].lower() if km else ex.kind
                     pieces.append(Piece("exercise", _exercise_markdown(ex), label))
                     if name == "exercise-start":
                         in_exercise = label
@@ -386,8 +427,10 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
         problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
     problems += solution_only_uses(pieces, exercises) + check_only_uses(pieces)
     for ex in exercises.values():
-        if not ex.checks:
+        if ex.graded and not ex.checks:
             problems.append(f"{ex.label}: no check cell")
+        if not ex.graded and ex.checks:
+            problems.append(f"{ex.label}: a {ex.kind} is not autograded, yet it has a check cell")
         if not (ex.solution_code or ex.solution_text):
             problems.append(f"{ex.label}: no solution")
     return Chapter(stem, pieces, exercises, copy.deepcopy(dict(nb.metadata)), problems)
