@@ -60,7 +60,7 @@ from attnclust.assignments.__main__ import main as cli
 from attnclust.assignments.answers import AnswerError, check_kind, decode
 from attnclust.assignments import grading
 from attnclust.assignments.grading import unanswered
-from attnclust.assignments.source import MYST_HEADER, check_header
+from attnclust.assignments.source import MANUAL_KINDS, MYST_HEADER, check_header
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -475,6 +475,48 @@ def test_unanswered_exercises_are_recognised(chapter):
     assert unanswered(padded, material) == {"ex-toy-1", "ex-toy-2"}
     assert grading._assigns("x := 1", "x") and not grading._assigns("x == 1", "x")
     assert not grading._assigns("xy = 1", "x") and not grading._assigns("y = x", "x")
+
+
+PROJECT = TOY.replace("Closing narrative.", """```{exercise} A lab
+:label: ex-toy-4
+
+Kind: project. Level: challenge. Time: about 30 minutes. Run it and write a report.
+```
+
+```{solution} ex-toy-4
+:class: dropdown
+
+SECRET-RUBRIC: two points for the runs, one for the report.
+```
+
+Closing narrative.""")
+
+
+def test_a_project_is_read_shown_and_left_to_the_instructor(tmp_path):
+    """A project (MANUAL_KINDS) needs no check: the student edition gives a Markdown cell
+    for the report and no starter code, the instructor edition keeps the rubric, and the
+    grader's row, worth no points, says that the instructor grades it."""
+    from attnclust.assignments.editions import REPORT_MARK
+
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "toy.md").write_text(PROJECT)
+    ch = parse_chapter(tmp_path / "chapters" / "toy.md")
+    assert ch.problems == [] and ch.exercises["ex-toy-4"].kind == "project"
+    assert ch.exercises["ex-toy-4"].points == 0 and ch.total_points == 4
+    student = student_notebook(ch)
+    report = [c for c in student.cells if c.metadata.get("attnclust", {}).get("answer")
+              == "ex-toy-4"]
+    assert len(report) == 1 and report[0].cell_type == "markdown"
+    assert REPORT_MARK in report[0].source and "SECRET-RUBRIC" not in _text(student)
+    assert "ex_toy_4 = None" not in _text(student)
+    assert "SECRET-RUBRIC" in _text(instructor_notebook(ch))
+    material = autograder_material(ch)
+    run = grading._Run()
+    settings = grading._settings(60, None, 60, True, None, ())
+    grades = grading._score("ada", material, run, set(), {}, {}, settings)
+    row = next(g for g in grades if g.exercise == "ex-toy-4")
+    assert (row.points, row.max_points) == (0, 0)
+    assert row.feedback == "ex-toy-4: a project, graded by the instructor (no check runs on it)"
 
 
 HUGE_CELL = """
@@ -1325,6 +1367,10 @@ def test_real_chapter_exercises_and_student_edition(stem):
     outside = {ln.strip() for p in ch.pieces if p.kind not in ("solution_text", "solution_code")
                for ln in p.source.splitlines()}
     for ex in ch.exercises.values():
+        if ex.kind in MANUAL_KINDS:  # a project: a report, graded by the instructor
+            assert not ex.checks and not ex.points and "rubric" in " ".join(
+                ex.solution_lines).lower(), ex.label
+            continue
         assert ex.checks and ex.points > 0, ex.label
         for check in ex.checks:  # the feedback names the exercise and what was expected
             assert ex.label in check and "expected" in check, f"{ex.label}: check message"

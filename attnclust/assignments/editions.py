@@ -31,13 +31,17 @@ from pathlib import Path
 import nbformat
 
 from .markdown import References, render_roles, to_jupyter
-from .source import Chapter, Exercise, check_description, check_header
+from .source import MANUAL_KINDS, Chapter, Exercise, check_description, check_header
 
-__all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
+__all__ = ["REPORT_MARK", "STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
            "install_cell_source", "instructor_notebook", "reader_notebook", "student_notebook",
            "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
+
+REPORT_MARK = "<!-- YOUR REPORT HERE -->"
+"""The mark of the Markdown cell the student edition gives a project's report
+(:data:`.source.MANUAL_KINDS`)."""
 
 GLUE_NOTE = (" Numbers that the HTML book prints in its text appear here by name, in code "
              "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`;"
@@ -144,6 +148,10 @@ def _prompt(ex: Exercise, hidden: bool = False) -> str:
         "interpretation": "Choose one of the options and write its letter as a string, "
                           "e.g. `\"a\"`",
     }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
+    if ex.kind in MANUAL_KINDS:
+        return (f"**Your report for exercise {ex.number}** (`{ex.label}`), a project: write it "
+                "in the Markdown cell below, adding code cells for your runs as needed. No "
+                "check runs on it: your instructor grades it.")
     return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). {how}; store your answer "
             f"in `{ex.variable}`. The check cell after it "
             + ("says what the grader verifies." if hidden else "tells you whether it is right."))
@@ -188,7 +196,13 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             nb.cells.append(_code_cell(live_widget_source(p.source) if _is_widget(p.cell)
                                        else p.source, p.cell))
         elif p.kind == "answer":
-            if student:
+            if student and ex.kind in MANUAL_KINDS:
+                md.append(_prompt(ex, hidden))
+                flush()
+                cell = nbformat.v4.new_markdown_cell(f"*Your report here.* {REPORT_MARK}")
+                cell.metadata["attnclust"] = {"answer": ex.label}
+                nb.cells.append(cell)
+            elif student:
                 md.append(_prompt(ex, hidden))
                 flush()
                 nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",

@@ -59,7 +59,7 @@ from ._export import _ATTNCLUST_MIME as MIME
 from ._text import printable, utf8
 from .answers import MAX_ARRAY_BYTES, MAX_ARRAY_TEXT, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
-from .source import check_header
+from .source import MANUAL_KINDS, check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
                           read_submission)
 
@@ -752,6 +752,11 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
         final = not run.grader_failed
+        if not items and ex.get("kind") in MANUAL_KINDS:
+            grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
+                                        f"{label}: a {ex['kind']}, graded by the instructor "
+                                        "(no check runs on it)", final))
+            continue
         if not items:
             grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
                                         f"{label}: the chapter has no check for it", final))

@@ -67,7 +67,7 @@ kernelspec:
 kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
 
 __all__ = [
-    "CHECK_LINE", "Chapter", "Exercise", "Piece", "check_description", "check_header",
+    "CHECK_LINE", "MANUAL_KINDS", "Chapter", "Exercise", "Piece", "check_description", "check_header",
     "parse_chapter", "parse_notebook", "toc_chapters",
 ]
 
@@ -330,7 +330,7 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
                     ex = get(label)
                     ex.title = part.arg
                     ex.statement = part.body.strip()
-                    km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation)",
+                    km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation|project)",
                                    part.body, re.I)
                     ex.kind = km[1].lower() if km else ex.kind
                     pieces.append(Piece("exercise", _exercise_markdown(ex), label))
@@ -386,11 +386,18 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
         problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
     problems += solution_only_uses(pieces, exercises) + check_only_uses(pieces)
     for ex in exercises.values():
-        if not ex.checks:
+        if not ex.checks and ex.kind not in MANUAL_KINDS:
             problems.append(f"{ex.label}: no check cell")
         if not (ex.solution_code or ex.solution_text):
             problems.append(f"{ex.label}: no solution")
     return Chapter(stem, pieces, exercises, copy.deepcopy(dict(nb.metadata)), problems)
+
+
+MANUAL_KINDS = ("project",)
+"""Exercise kinds graded by the instructor, not by a check: a project (a multi-step
+investigation whose report the student hands in) has no check cell and no points; its
+student edition gives a Markdown cell for the report, and the grader's row says that the
+instructor grades it."""
 
 
 EXERCISE_FENCE = re.compile(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", re.M)
