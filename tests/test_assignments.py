@@ -478,10 +478,51 @@ def test_unanswered_exercises_are_recognised(chapter):
     assert not grading._assigns("xy = 1", "x") and not grading._assigns("y = x", "x")
 
 
+PROJECT = TOY.replace("Closing narrative.", """```{exercise} A lab
+:label: ex-toy-4
+
+Kind: project. Level: challenge. Time: about 30 minutes. Run it and write a report.
+```
+
+```{solution} ex-toy-4
+:class: dropdown
+
+SECRET-RUBRIC: two points for the runs, one for the report.
+```
+
+Closing narrative.""")
+
+
+def test_a_project_is_read_shown_and_left_to_the_instructor(tmp_path):
+    """A project (one of UNGRADED_KINDS) needs no check: the student edition gives a
+    Markdown cell for the report and no starter code, the instructor edition keeps the
+    rubric, and the grader's row, worth no points, says that the instructor grades it."""
+    from attnclust.assignments.editions import REPORT_STARTER
+
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "toy.md").write_text(PROJECT)
+    ch = parse_chapter(tmp_path / "chapters" / "toy.md")
+    assert ch.problems == [] and ch.exercises["ex-toy-4"].kind == "project"
+    assert ch.exercises["ex-toy-4"].points == 0 and ch.total_points == 4
+    student = student_notebook(ch)
+    report = [c for c in student.cells if c.metadata.get("attnclust", {}).get("answer")
+              == "ex-toy-4"]
+    assert len(report) == 1 and report[0].cell_type == "markdown"
+    assert REPORT_STARTER in report[0].source and "SECRET-RUBRIC" not in _text(student)
+    assert "ex_toy_4 = None" not in _text(student)
+    assert "SECRET-RUBRIC" in _text(instructor_notebook(ch))
+    material = autograder_material(ch)
+    run = grading._Run()
+    settings = grading._settings(60, None, 60, True, None, ())
+    grades = grading._score("ada", material, run, set(), {}, {}, settings)
+    row = next(g for g in grades if g.exercise == "ex-toy-4")
+    assert (row.points, row.max_points) == (0, 0)
+    assert row.feedback == "ex-toy-4: ungraded, a project is graded by the instructor (rubric in the solution)"
+
+
 HUGE_CELL = """
 import sys, nbformat
 from attnclust.assignments.grading import unanswered
-from attnclust.assignments.source import KINDS, LEVELS, exercise_headline
 nb = nbformat.read(sys.argv[1], 4)
 nb.cells.append(nbformat.v4.new_code_cell("\\n" * 330_000 + "ex_toy_3 = 'a'"))
 print(sorted(unanswered(nb, {"exercises": [{"label": "ex-toy-3", "variable": "ex_toy_3"},

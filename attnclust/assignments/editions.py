@@ -152,15 +152,23 @@ def _prompt(ex: Exercise, hidden: bool = False) -> str:
 PROOF_STARTER = "*Write your proof here.*"
 """The text of the Markdown answer cell that the student edition gives a proof exercise."""
 
+REPORT_STARTER = "*Write your report here.*"
+"""The text of the Markdown answer cell that the student edition gives a project."""
+
 
 def _proof_prompt(ex: Exercise) -> str:
+    """The prompt of an exercise no check grades: a proof, or a project's report."""
+    if ex.kind == "project":
+        return (f"**Your report for exercise {ex.number}** (`{ex.label}`), a project: write it "
+                "in the Markdown cell below, adding code cells for your runs as needed. No "
+                "check runs on it: your instructor grades it.")
     return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). Write your {ex.kind} in "
             "the Markdown cell below (LaTeX between dollar signs), adding cells as needed. "
             "It is not checked by code: your instructor grades it.")
 
 
 def _markdown_answer_cell(ex: Exercise) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_markdown_cell(PROOF_STARTER)
+    cell = nbformat.v4.new_markdown_cell(REPORT_STARTER if ex.kind == "project" else PROOF_STARTER)
     cell.metadata["attnclust"] = {"answer": ex.label}
     return cell
 

@@ -74,13 +74,14 @@ __all__ = [
     "check_description", "check_header", "exercise_headline", "parse_chapter", "parse_notebook", "toc_chapters",
 ]
 
-KINDS = ("derivation", "coding", "interpretation", "proof", "open question")
+KINDS = ("derivation", "coding", "interpretation", "proof", "open question", "project")
 """The kinds of exercise a chapter may state: SymPy derivations, coding tasks and
 multiple-choice interpretation questions (checked by code), open questions (a worked answer;
-checked on what any right answer satisfies) and proofs (written in words, graded by the
-instructor against the rubric in the solution)."""
+checked on what any right answer satisfies), proofs (written in words, graded by the
+instructor against the rubric in the solution) and projects (a multi-step lab investigation,
+handed in as a short report and graded by the instructor against the solution's rubric)."""
 
-UNGRADED_KINDS = ("proof",)
+UNGRADED_KINDS = ("proof", "project")
 """Kinds that the grader does not check: no check cell, a Markdown answer cell in the student
 edition, and the grader reports them as left to the instructor."""
 
@@ -371,7 +372,7 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
                     if head:
                         ex.kind, ex.level, ex.minutes = head
                     else:
-                        km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation|proof)",
+                        km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation|proof|project)",
                                        part.body, re.I)
                         ex.kind = km[1].lower() if km else ex.kind
                     pieces.append(Piece("exercise", _exercise_markdown(ex), label))
@@ -434,6 +435,8 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
         if not (ex.solution_code or ex.solution_text):
             problems.append(f"{ex.label}: no solution")
     return Chapter(stem, pieces, exercises, copy.deepcopy(dict(nb.metadata)), problems)
+
+
 
 
 EXERCISE_FENCE = re.compile(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", re.M)
