@@ -174,7 +174,7 @@ def _markdown_answer_cell(ex: Exercise) -> nbformat.NotebookNode:
 
 
 def _ungraded_note(chapter: Chapter) -> str:
-    """A sentence naming the exercises that no check grades (proofs), or nothing."""
+    """A sentence naming the exercises that no check grades (proofs, projects), or nothing."""
     left = [e for e in chapter.exercises.values() if not e.graded]
     if not left:
         return ""
@@ -191,8 +191,8 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
                  "runs when your notebook is graded)" if hidden else
                  "the check cell after it tells you whether your answer is right")
         return (f"*Student edition of the chapter `{chapter.stem}` of the attnclust book: "
-                f"{n} exercises, {pts} points.* For each exercise, replace the starter cell "
-                f"(`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
+                f"{n} exercises, {pts} points.* For each exercise that code checks, replace "
+                f"the starter cell (`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
                 f"{check}. Answers are numbers, strings (for the multiple-choice "
                 "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
                 "notebook from the top before handing it in. To resubmit, hand in the "

@@ -388,7 +388,7 @@ def stacked_layers(size: str = "small"):
     for l in range(tr.shape[1]):
         ax.plot(tr[:, l, 0], tr[:, l, 1], "-", color=colours[lab[l]], lw=0.6, alpha=0.6)
     ax.scatter(tr[0, :, 0], tr[0, :, 1], c=[colours[c] for c in lab], s=10, label="tokens")
-    ax.scatter(tr[-1, :, 0], tr[-1, :, 1], c="k", marker="x", s=30, label="after 8 layers")
+    ax.scatter(tr[-1, :, 0], tr[-1, :, 1], c="k", marker="x", s=30, label=f"after {tr.shape[0] - 1} layers")
     ax.scatter(mu[:, 0], mu[:, 1], marker="*", s=200, c="gold", edgecolors="k", label="centroids")
     ax.set_aspect("equal")
     ax.set_title("Trajectories, $\\lambda=1$, $d=2$")

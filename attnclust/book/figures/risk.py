@@ -145,7 +145,7 @@ def risk_gap(size: str = "small") -> plt.Figure:
 def aligned_branch_data(size: str = "small") -> dict:
     """kappa*(lam) on the aligned manifold (``symbolic.aligned_branch``) and the tilted
     large-L minimiser over lam (``symbolic.tilt_branch``) for r = 2, sigma = 0.5, d = 5, lam
-    from 0.02 (nearly affine layer) to 4; with the oracle-quantiser and floor risks."""
+    from 0.02 (nearly affine layer) to 4; with the oracle-quantizer and floor risks."""
     _check_size(size)
     lams = np.geomspace(0.02, 4.0, 8 if size == "small" else 33)
     n = 20 if size == "small" else 40
@@ -175,7 +175,7 @@ def aligned_branch(size: str = "small") -> plt.Figure:
     b.set_ylabel(r"tilted minimiser: $|\cos(\theta_h, \mu_h)|$")
     c.plot(D["lam"], D["risk_aligned"], "o-", label=r"aligned point $\kappa^\star e_h$")
     c.plot(D["lam"], D["risk_tilted"], "s--", label="tilted minimiser")
-    c.axhline(D["oracle"], color="gray", ls="--", lw=1, label=r"oracle quantiser $d\sigma^2$")
+    c.axhline(D["oracle"], color="gray", ls="--", lw=1, label=r"oracle quantizer $d\sigma^2$")
     c.axhline(D["floor"], color="gray", ls=":", lw=1, label=r"floor $(d-2)\sigma^2$")
     c.set_ylabel(r"$R_\infty$")
     for ax in (a, b, c):
