@@ -109,6 +109,15 @@ def hidden_check_source(source: str, variable: str, number: int) -> str:
             "show it.")
 
 
+CORRECT = "{label}: correct"
+NOT_ANSWERED = "{label}: not answered yet (store your answer in {var})"
+NOT_RIGHT = "{label}: not right yet."
+COULD_NOT_RUN = "{label}: the check could not run on your answer ({error}); see what the exercise asks to store in {var}"
+"""The verdicts a check cell of the student edition prints (:func:`guarded_check_source`),
+which the grader writes into an executed notebook in the same words
+(:func:`.grading.verdict`). ``NOT_RIGHT`` is followed by the check's message as the hint."""
+
+
 def guarded_check_source(source: str, variable: str) -> str:
     """A visible check cell of the student edition: the chapter's check, run only once the
     answer is set, that prints its verdict and never stops the notebook. Before the answer
@@ -120,21 +129,20 @@ def guarded_check_source(source: str, variable: str) -> str:
     header, _, body = source.lstrip("\n").partition("\n")
     label, _ = check_header(header)
     var = variable
+    before, _, after = COULD_NOT_RUN.format(label=label, var=var, error="\0").partition("\0")
     return (f"{header}\n"
             f"if {var} is None:\n"
-            f"    print(\"{label}: not answered yet (store your answer in {var})\")\n"
+            f"    print({NOT_ANSWERED.format(label=label, var=var)!r})\n"
             "else:\n"
             "    try:\n"
             + textwrap.indent(body.strip("\n") or "pass", "        ", lambda line: True) + "\n"
             "    except AssertionError as _failed:\n"
-            f"        print(\"{label}: not right yet.\",\n"
+            f"        print({NOT_RIGHT.format(label=label)!r},\n"
             f"              str(_failed).removeprefix(\"{label}: \") or \"The check failed.\")\n"
             "    except Exception as _error:\n"
-            f"        print(\"{label}: the check could not run on your answer \"\n"
-            f"              f\"({{type(_error).__name__}}: {{_error}}); see what the exercise asks \"\n"
-            f"              \"to store in {var}\")\n"
+            f"        print({before!r} + f\"{{type(_error).__name__}}: {{_error}}\" + {after!r})\n"
             "    else:\n"
-            f"        print(\"{label}: correct\")\n")
+            f"        print({CORRECT.format(label=label)!r})\n")
 
 
 def _prompt(ex: Exercise, hidden: bool = False) -> str:

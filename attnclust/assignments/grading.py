@@ -58,6 +58,7 @@ from . import sandbox
 from ._export import _ATTNCLUST_MIME as MIME
 from ._text import printable, utf8
 from .answers import MAX_ARRAY_BYTES, MAX_ARRAY_TEXT, MAX_ITEMS, MAX_JSON_DEPTH, MAX_STRING, json_depth
+from .editions import COULD_NOT_RUN, CORRECT, NOT_ANSWERED, NOT_RIGHT
 from .gradebook import ExerciseGrade, Gradebook, atomic_write
 from .source import UNGRADED_KINDS, check_header
 from .submissions import (GradingError, Submissions, discover_submissions, file_digest,
@@ -1053,14 +1054,13 @@ def verdict(label: str, variable: str, result: dict) -> str:
     the hint, "not answered yet", or that the check could not run on the answer."""
     status, ename, evalue = result["status"], result.get("ename", ""), result.get("evalue", "")
     if status == "ok":
-        return f"{label}: correct"
+        return CORRECT.format(label=label)
     if status == "fail":
-        return (f"{label}: not right yet. "
+        return (f"{NOT_RIGHT.format(label=label)} "
                 f"{_clip(evalue).removeprefix(f'{label}: ') or 'The check failed.'}")
     if status in ("blank", "missing"):
-        return f"{label}: not answered yet (store your answer in {variable})"
-    return (f"{label}: the check could not run on your answer ({ename}: {_clip(evalue)}); "
-            f"see what the exercise asks to store in {variable}")
+        return NOT_ANSWERED.format(label=label, var=variable)
+    return COULD_NOT_RUN.format(label=label, var=variable, error=f"{ename}: {_clip(evalue)}")
 
 
 def verdicts(student: str, material: dict, run: _Run, blank: set[str], results: dict,
