@@ -234,8 +234,10 @@ def _build(fig: matplotlib.figure.Figure) -> dict:
     """Create the axes and every artist once; :func:`draw_training` then only updates data.
     Plain text only (no mathtext, which is slow to lay out) and fixed margins."""
     fig.set_layout_engine("none")
-    ax_cos, ax_plane = fig.subplots(2, 1, height_ratios=(1, 1.35))
-    fig.subplots_adjust(**_MARGINS)
+    # the margins on the grid itself: subplots_adjust would warn on a figure made under a
+    # layout engine (the book's style turns constrained layout on), which "none" leaves
+    # marked incompatible with it
+    ax_cos, ax_plane = fig.subplots(2, 1, height_ratios=(1, 1.35), gridspec_kw=_MARGINS)
     art = {"cos": [ax_cos.plot([], [], color=HEAD_COLOURS[h], label=f"|cos| head {h + 1}")[0]
                    for h in range(2)]}
     ax_cos.set_ylim(0, 1.02)
