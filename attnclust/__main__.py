@@ -3,7 +3,7 @@
     python -m attnclust reproduce --list
     python -m attnclust reproduce NAME [NAME ...] --out DIR [--size small|full] [--no-pdf]
     python -m attnclust reproduce all --out DIR
-    python -m attnclust experiment --list | NAME [NAME ...] [--size full|small]
+    python -m attnclust experiment --list | NAME [NAME ...] [--size full|test] [--seed N --out DIR]
     python -m attnclust assignments build|grade ...   (needs the [assignments] extra)
 
 ``reproduce`` redraws the book's figures by name from ``attnclust.book.figures`` and writes
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
-from ._cli import OneLineParser, fail, positive_int
+from ._cli import OneLineParser, fail, nonnegative_int, positive_int
 
 EXIT_USAGE = 2
 """Exit status for a usage error (unknown figure name, bad option), as argparse uses."""
@@ -137,8 +137,11 @@ def _experiment(args: argparse.Namespace) -> int:
         print(f"error: unknown experiment(s): {', '.join(unknown)}; known: {', '.join(known) or 'none'}",
               file=sys.stderr)
         return EXIT_USAGE
+    if args.seed and args.out is None:
+        return fail("--seed other than 0 needs --out DIR: a replication never replaces the book's results files",
+                    EXIT_USAGE)
     for name in args.names:
-        print(f"wrote {run(name, size=args.size)}")
+        print(f"wrote {run(name, size=args.size, directory=args.out, seed=args.seed)}")
     return 0
 
 
@@ -153,6 +156,11 @@ def _add_experiment(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the committed experiments")
     p.add_argument("--size", choices=("full", "test"), default="full",
                    help="'full' (default): the size the book shows; 'test': a quick check of every code path")
+    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N",
+                   help="the master seed (attnclust.book.seeds): 0 (default) the book's draws, another "
+                        "integer a replication of them")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="write NAME.json into DIR instead of the book's results folder")
     p.set_defaults(func=_experiment)
 
 

@@ -19,12 +19,21 @@ class OneLineParser(argparse.ArgumentParser):
 
 def positive_int(text: str) -> int:
     """An argument that must be an integer >= 1."""
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def nonnegative_int(text: str) -> int:
+    """An argument that must be an integer >= 0."""
+    return _int_at_least(text, 0, "an integer >= 0")
+
+
+def _int_at_least(text: str, minimum: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
 
 

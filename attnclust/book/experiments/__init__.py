@@ -69,14 +69,27 @@ def names() -> list[str]:
     return sorted(COMMITTED)
 
 
-def run(name: str, size: str = "full", directory=None):
-    """Run the committed experiment ``name`` at ``size`` and write its results file; the path."""
-    from attnclust.book import results
+def run(name: str, size: str = "full", directory=None, seed: int = 0):
+    """Run the committed experiment ``name`` at ``size`` under the master seed ``seed``
+    (``attnclust.book.seeds``; 0, the book's draws) and write its results file into
+    ``directory`` (the book's results folder by default); the path.
+
+    Raises:
+        ValueError: an unknown name or size, or a seed other than the book's without a
+            ``directory`` (a replication never replaces the book's results files).
+    """
+    from attnclust.book import results, seeds
 
     v.one_of("name", name, names())
     sizes.check(size, ("test", "full"))
+    seed = v.positive_int("seed", seed, minimum=0)
+    if seed != seeds.BOOK_SEED and directory is None:
+        raise ValueError(f"seed={seed} needs a directory: a replication never replaces the book's results files")
     exp = COMMITTED[name]
-    data = exp.func(size=size)
+    with seeds.replicating(seed):
+        data = exp.func(size=size)
     command = f"python -m attnclust experiment {name} --size {size}"
-    return results.save(name, {"size": size, **data}, command=command, sources=exp.sources,
-                        directory=directory)
+    if seed != seeds.BOOK_SEED:
+        command += f" --seed {seed} --out DIR"
+    return results.save(name, {"size": size, "seed": seed, **data} if seed != seeds.BOOK_SEED
+                        else {"size": size, **data}, command=command, sources=exp.sources, directory=directory)

@@ -30,7 +30,7 @@ from typing import Any
 from attnclust import _validate as v
 from attnclust.book._json import to_json
 
-__all__ = ["RESULTS_DIR", "Stored", "code_of", "load", "save", "sources_hash"]
+__all__ = ["RESULTS_DIR", "Stored", "code_of", "directory", "load", "save", "sources_hash", "use_directory"]
 
 RESULTS_DIR = Path(__file__).resolve().parent
 """The folder of the committed results files: this package's own folder, installed with it
@@ -138,10 +138,33 @@ class Stored:
         return f"`{self.command}` at commit {commit} on {self.date[:10]} ({self.machine})"
 
 
-def _path(name: str, directory: Path | None) -> Path:
+_directory: Path | None = None
+
+
+def use_directory(folder: Path | str | None) -> None:
+    """Read and write results files in ``folder`` instead of ``RESULTS_DIR`` when no call
+    names its own (None: back to ``RESULTS_DIR``). The replication build
+    (``scripts/replicate.py``) points the chapters at the files it wrote under another
+    master seed; the book's own build never calls it.
+
+    Raises:
+        ValueError: ``folder`` is not an existing folder.
+    """
+    global _directory
+    if folder is not None and not Path(folder).is_dir():
+        raise ValueError(f"folder must be an existing folder of results files, got {folder!r}")
+    _directory = None if folder is None else Path(folder)
+
+
+def directory() -> Path:
+    """The folder results files are read from and written to by default (``use_directory``)."""
+    return RESULTS_DIR if _directory is None else _directory
+
+
+def _path(name: str, folder: Path | None) -> Path:
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ValueError(f"name must be letters, digits, '-' or '_', got name={name!r}")
-    return (RESULTS_DIR if directory is None else Path(directory)) / f"{name}.json"
+    return (directory() if folder is None else Path(folder)) / f"{name}.json"
 
 
 def save(
