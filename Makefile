@@ -34,7 +34,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # mount and network namespaces; attnclust/assignments/sandbox.py); its tests need it.
 BWRAP ?= /usr/bin/bwrap
 
-.PHONY: venv lab book test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book
+.PHONY: venv lab book test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book replicate
 
 # JAX's and XLA's settings live in scripts/jax_env.py alone (why there, and what they are:
 # its docstring): the compilation cache in _build/.jax-cache that the tests, the book's
@@ -172,6 +172,15 @@ $(BENCH_STAMP): benchmarks/requirements.txt | $(STAMP)
 bench: $(STAMP) $(BENCH_STAMP) $(BWRAP)
 	bash benchmarks/kernel/build.sh $(PY) || echo "benchmarks/kernel not built (g++ with OpenMP needed): its step is not timed"
 	$(JAX_ENV) $(PY) benchmarks/run.py
+
+# make replicate SEED=N (not part of make test): every claim's evidence again under the master
+# seed N (attnclust.book.seeds re-keys every random stream of the book): every committed
+# experiment at the book's size, about an hour on 2 cores, into _build/replicate/seed-N, then
+# every chapter that states claims, each claim recording its verdict instead of failing.
+# Writes replications/seed-N.json, which the Claims page shows (scripts/replicate.py).
+replicate: $(STAMP)
+	@case "$(SEED)" in ''|*[!0-9]*|0) echo "usage: make replicate SEED=N, N an integer >= 1 (0 is the book's own seed)" >&2; exit 2;; esac
+	$(JAX_ENV) $(PY) scripts/replicate.py --seed $(SEED)
 
 # Clean book build (make book) in a fresh copy of HEAD, then a cached rebuild: writes benchmarks/book.json
 # and puts it into the table of benchmarks/results.json (make bench reads it too).

@@ -11,8 +11,11 @@ prose with the role ``{claim}`<id>```. This extension
 - fills the directive ``{claims-ledger}`` on the Claims page with tables: ``:paper:`` gives
   the table of the paper's claims (each with the paper's setting, the book's claims that bear
   on it at the book's settings, and the verdict on the paper's claim they give together), ``:summary:`` the count of
-  verdicts per chapter, and no option every claim by chapter, with its setting, evidence,
-  verdict and a link back to where the prose makes it;
+  verdicts per chapter, ``:replications:`` the committed replication reports
+  (``replications/seed-N.json``, written by ``make replicate SEED=N``: every claim's verdict
+  under another master seed), and no option every claim by chapter, with its setting,
+  evidence, verdict, its verdict under each replication seed and a link back to where the
+  prose makes it;
 - writes every claim to ``claims.json`` in the HTML output folder;
 - fails the build (a warning, and the book builds with -W) when a page records a claim its
   prose never shows, when a role names a claim no cell recorded, or when two pages use the
@@ -109,12 +112,12 @@ class ClaimsLedgerDirective(Directive):
     """``{claims-ledger}``: a table of the ledger (``:paper:``, ``:summary:`` or every claim)."""
 
     has_content = False
-    option_spec = {"paper": directives.flag, "summary": directives.flag}
+    option_spec = {"paper": directives.flag, "summary": directives.flag, "replications": directives.flag}
 
     def run(self):
         env = self.state.document.settings.env
         _pages(env).add(env.docname)
-        kind = "paper" if "paper" in self.options else "summary" if "summary" in self.options else "all"
+        kind = next((k for k in ("paper", "summary", "replications") if k in self.options), "all")
         return [claims_ledger(kind=kind)]
 
 
@@ -141,9 +144,33 @@ def check_page(app, doctree):
                        f"{{claim}}`{key}` where the text makes the claim", location=env.docname)
 
 
+REPLICATIONS_KEY = "attnclust_replications_hash"
+
+
+def _replications(app) -> list[dict]:
+    from attnclust.book.replication import load_reports
+
+    return load_reports(app.srcdir, on_bad=logger.warning)
+
+
+def _replications_hash(app) -> str:
+    import hashlib
+
+    from attnclust.book.replication import REPORT_DIR
+
+    h = hashlib.sha256()
+    for path in sorted((Path(app.srcdir) / REPORT_DIR).glob("seed-*.json")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def outdated(app, env, added, changed, removed):
-    """The Claims page lists every page's claims: rebuild it whenever any page changes."""
-    if added or changed or removed:
+    """The Claims page lists every page's claims and the replication reports: rebuild it
+    whenever any page or report changes."""
+    digest = _replications_hash(app)
+    reports_changed = getattr(env, REPLICATIONS_KEY, None) != digest
+    setattr(env, REPLICATIONS_KEY, digest)
+    if added or changed or removed or reports_changed:
         return sorted(p for p in _pages(env) if p in env.found_docs)
     return []
 
@@ -280,6 +307,42 @@ def _text(s: str) -> nodes.paragraph:
     return nodes.paragraph("", s)
 
 
+def _other_seeds(key: str, reports: list[dict]) -> nodes.paragraph:
+    """A claim's verdict under each replication seed; a flip (a verdict its prose is not
+    written for) in bold, with "flips"."""
+    para = nodes.paragraph()
+    if not reports:
+        para += nodes.Text("not re-run")
+    for i, rep in enumerate(reports):
+        if i:
+            para += nodes.Text("; ")
+        row = next((r for r in rep["claims"] if r["id"] == key), None)
+        label = f"seed {rep['seed']}: "
+        if row is None:
+            para += nodes.Text(label + ("not recorded (a cell before it failed)"
+                                        if key in rep.get("not_recorded", ()) else "not re-run"))
+        elif row["flipped"]:
+            para += nodes.strong("", f"{label}{VERDICT_WORDS[row['verdict']]} (flips)")
+        else:
+            para += nodes.Text(label + VERDICT_WORDS[row["verdict"]])
+    return para
+
+
+def _replications_table(reports: list[dict]) -> nodes.Node:
+    if not reports:
+        return _text("No replication report is committed yet.")
+    rows = []
+    for rep in reports:
+        c = rep["counts"]
+        same = c["claims"] - c["flipped"]
+        rows.append(([_text(str(rep["seed"])), _text(f"{(rep.get('commit') or 'unknown')[:7]}, {rep['date'][:10]}"),
+                      _text(str(c["claims"])), _text(str(same)), _text(str(c["flipped"])),
+                      _text(str(c["not_recorded"])), _text(str(c["cell_errors"]))], None))
+    return _table(["Master seed", "Commit, date", "Claims re-checked", "Verdict as written",
+                   "Flipped", "Not recorded", "Failing cells"], [12, 18, 14, 14, 14, 14, 14], rows,
+                  ["claims-replications"])
+
+
 PAPER_SETTING_KEYS = ("K", "d", "L", "lam", "sigma", "r", "weights", "mixture", "init", "steps", "seeds",
                       "prompts")
 """The parameters that name a setting in the paper table's verdicts (the full setting is in the
@@ -362,6 +425,8 @@ def fill(app, doctree, fromdoc):
     for node in ledgers:
         if node["kind"] == "paper":
             node.replace_self(_paper_table(app, fromdoc, claims))
+        elif node["kind"] == "replications":
+            node.replace_self(_replications_table(_replications(app)))
         elif node["kind"] == "summary":
             counts: dict[str, dict[str, int]] = {}
             for doc, _, item in claims:
@@ -380,6 +445,7 @@ def fill(app, doctree, fromdoc):
                                      [30, 10, 15, 15, 15, 15], rows, ["claims-summary"]))
         else:
             out = []
+            reports = _replications(app)
             by_doc: dict[str, list] = {}
             for doc, key, item in claims:
                 by_doc.setdefault(doc, []).append((key, item))
@@ -390,10 +456,11 @@ def fill(app, doctree, fromdoc):
                                             refuri=app.builder.get_relative_uri(fromdoc, doc))
                 out.append(title)
                 rows = [([_sentence_cell(app, fromdoc, doc, key, item), _text(_pairs(item["record"]["setting"], ", ")),
-                          _text(_pairs(item["record"]["evidence"])), _verdict(item["record"])], f"ledger-{key}")
+                          _text(_pairs(item["record"]["evidence"])), _verdict(item["record"]),
+                          _other_seeds(key, reports)], f"ledger-{key}")
                         for key, item in items]
-                out.append(_table(["Claim", "Setting", "Evidence", "Verdict"], [35, 20, 30, 15], rows,
-                                  ["claims-all"]))
+                out.append(_table(["Claim", "Setting", "Evidence", "Verdict", "Under other seeds"],
+                                  [32, 18, 28, 12, 10], rows, ["claims-all"]))
             node.replace_self(out or [_text("No chapter states a claim yet.")])
 
 

@@ -68,6 +68,10 @@ LEDGER = """# Claims
 ```
 
 ```{claims-ledger}
+:replications:
+```
+
+```{claims-ledger}
 :summary:
 ```
 
@@ -88,8 +92,24 @@ def make_book(root, pages: dict[str, str]):
     return root
 
 
+def _write_report(root, seed: int, verdicts: dict[str, str]) -> None:
+    """A replication report (attnclust.book.replication.report) in which each claim of
+    ``verdicts`` was recorded with that verdict, its prose written for "holds"."""
+    from attnclust.book import replication
+
+    log = root / f"claims-{seed}.jsonl"
+    log.write_text("".join(json.dumps({"id": k, "verdict": v, "detail": "toy", "expect": ["holds"],
+                                       "sentence": k, "evidence": {"x": 1}}) + "\n"
+                           for k, v in verdicts.items()))
+    rep = replication.report(seed, log, [], expected_ids=list(verdicts), experiments={}, commit="abc1234def",
+                             clean=True)
+    (root / replication.REPORT_DIR).mkdir(exist_ok=True)
+    (root / replication.REPORT_DIR / f"seed-{seed}.json").write_text(json.dumps(rep))
+
+
 def test_ledger_page_json_and_links(tmp_path):
     root = make_book(tmp_path, {"toy": GOOD, "claims": LEDGER})
+    _write_report(root, 7, {"toy-aligns": "holds", "toy-risk": "fails"})
     r = build(root)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     html = root / "_build" / "html"
@@ -109,6 +129,11 @@ def test_ledger_page_json_and_links(tmp_path):
     assert "<strong>holds at every setting tested</strong>" in ledger
     assert "<strong>not tested</strong>" in ledger
     assert "holds at K = 2, d = 5, L = 50, λ = 1, seeds = 16 (toy-aligns)" in ledger
+    # each claim's verdict under the replication seed beside the book's, a flip in bold, and
+    # the table of the committed reports
+    assert "seed 7: holds" in ledger and "<strong>seed 7: does not hold (flips)</strong>" in ledger
+    assert re.search(r"<td><p>7</p>\s*</td>\s*<td><p>abc1234, \d{4}-\d\d-\d\d</p>\s*</td>\s*<td><p>2</p>"
+                     r"\s*</td>\s*<td><p>1</p>\s*</td>\s*<td><p>1</p>", ledger)
     # the summary counts both claims as holding
     assert re.search(r"All chapters</p>\s*</td>\s*<td><p>2</p>\s*</td>\s*<td><p>2</p>", ledger)
     # math inserted into the page is typeset (MathJax is loaded on the page)

@@ -61,14 +61,22 @@ evidence and verdict, and the build writes them all to ``claims.json`` beside th
   (``paper_verdict``).
 
 Outside a Jupyter kernel (tests, scripts) ``claim`` only checks and returns the ``Claim``.
+
+**Replication.** ``make replicate SEED=N`` (``scripts/replicate.py``) runs every chapter again
+under another master seed (``attnclust.book.seeds``) with ``record_to(path)`` in force: each
+claim then appends its record, verdict included, to ``path`` (one JSON object a line) and a
+verdict outside ``expect`` is recorded, not raised, so that the report can say which claims
+keep their verdict under the other seed and which flip.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
@@ -79,8 +87,8 @@ from attnclust.stats import Interval, PairedDifference
 __all__ = [
     "BEARINGS", "OUTCOMES", "PAPER", "RELATIVE_MARGIN", "SCALES", "VERDICTS", "Claim", "ClaimError",
     "PaperClaim", "PaperVerdict", "Verdict", "at_least", "all_of", "at_most", "bears_on_paper", "claim",
-    "close_to", "equivalent", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "relative_margin",
-    "relaxed", "span",
+    "close_to", "equivalent", "excludes", "holds_if", "margin", "margin_in_se", "paper_verdict", "record_to",
+    "relative_margin", "relaxed", "span",
 ]
 
 VERDICTS = ("holds", "approx", "fails", "open")
@@ -746,7 +754,7 @@ def claim(
 
     Raises:
         ClaimError: the verdict is not one of ``expect`` (the chapter's cell fails, and with
-            it the build).
+            it the build), unless ``record_to`` is in force.
         ValueError: a bad id, an empty sentence or setting, an unknown ``paper``, ``bearing`` or
             ``expect``, a ``paper`` without a ``bearing`` or a ``bearing`` without a ``paper``.
         TypeError: a verdict that is not a ``Verdict``, evidence that is not JSON-like.
@@ -775,13 +783,27 @@ def claim(
         raise ValueError(f"bearing must be one of {BEARINGS}, got bearing={bearing!r}")
     record = Claim(id, sentence.strip(), _plain("setting", dict(setting)),
                    _plain("evidence", dict(evidence)), verdict, expect, paper, bearing)
-    if verdict.kind not in expect:
+    if _record_path is not None:
+        with open(_record_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record.as_dict()) + "\n")
+    elif verdict.kind not in expect:
         raise ClaimError(
             f"claim {id!r}: the evidence gives the verdict {verdict.kind!r} ({verdict.detail}), "
             f"but the prose is written for {expect}. Sentence: {record.sentence}"
         )
     _glue(record)
     return record
+
+
+_record_path: Path | None = None
+
+
+def record_to(path: Path | str | None) -> None:
+    """Replication: append every later claim's record to ``path`` (JSON lines) and record a
+    verdict outside its ``expect`` instead of raising ``ClaimError``; None restores the
+    book's rule (see the module docstring)."""
+    global _record_path
+    _record_path = None if path is None else Path(path)
 
 
 def _glue(record: Claim) -> None:
