@@ -152,12 +152,15 @@ clean:
 
 # Student and instructor notebooks of every chapter with exercises, and the autograder
 # material (chapters/instructors.md); ASSIGNMENTS_FLAGS=--hidden-checks for graded use (the
-# student edition says what each check verifies, without its code). Grade with (in a
-# bubblewrap sandbox: make sandbox-deps installs it):
+# student edition says what each check verifies, without its code). Their text shows the
+# numbers and claim sentences of the book's build (attnclust.assignments.built), so the book
+# is built first if it is missing; a chapter changed since the build is refused until
+# make book runs again. Grade with (in a bubblewrap sandbox: make sandbox-deps installs it):
 #   .venv/bin/python -m attnclust.assignments grade SUBMISSIONS --chapter STEM --out grades.csv
 ASSIGNMENTS_OUT   ?= _build/assignments
 ASSIGNMENTS_FLAGS ?=
 assignments: $(STAMP)
+	test -d _build/jupyter_execute/chapters || $(MAKE) --no-print-directory book
 	$(JAX_ENV) $(PY) -m attnclust.assignments build --out $(ASSIGNMENTS_OUT) $(ASSIGNMENTS_FLAGS)
 
 # Benchmarks (not part of make test): one run prints the goal table and writes

@@ -13,16 +13,15 @@ naming a value the page does not glue (a typo, a ``glue`` call removed) is a war
 names the figure, so the book's ``-W`` build fails.
 
 The reader editions resolve the same roles in the cells' metadata with the values of the
-same ``<page>.glue.json`` (``attnclust.assignments.editions.reader_notebook``).
+same ``<page>.glue.json`` (``attnclust.assignments.editions``), read by the same function
+(``attnclust.assignments.glued_values``).
 
 Why an extension: neither MyST-NB nor Sphinx resolves roles inside an attribute.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 from docutils import nodes
 from sphinx.util import logging
@@ -66,15 +65,17 @@ def _figure_name(node: nodes.Node) -> str:
 
 
 def glued_values(app, docname: str) -> dict[str, dict]:
-    """The values ``docname``'s cells glued in this build (empty when none)."""
+    """The values ``docname``'s cells glued in this build, name -> MIME bundle (empty when
+    none), read as every edition reads them (``attnclust.assignments.glued_values``)."""
     from myst_nb.sphinx_ import NbMetadataCollector
+
+    from attnclust.assignments import glued_values as read
 
     keys = set(NbMetadataCollector.get_doc_data(app.env).get(docname, {}).get("glue", []))
     folder = getattr(getattr(app.env, "mystnb_config", None), "output_folder", "") or ""
-    path = Path(folder).joinpath(*f"{docname}.glue.json".split("/"))
-    if not keys or not path.is_file():
+    if not keys or not folder:
         return {}
-    return {k: v for k, v in json.loads(path.read_text(encoding="utf8")).items() if k in keys}
+    return {k: v for k, v in read(folder, docname).items() if k in keys}
 
 
 def resolve_page(app, doctree: nodes.document) -> None:

@@ -7,9 +7,10 @@ fences, the book's macros, ``{glue:text}`` names), and only where launch buttons
 configured. This extension offers it on every notebook page, and writes it once the build
 has finished: the reader edition (``attnclust.assignments.reader_notebook``):
 the same conversion to Jupyter Markdown as the student and instructor editions, with the
-numbers the build glued (myst-nb's ``<page>.glue.json``) in the text, the outputs the build
-computed (figures included) in its code cells, and a first code cell that installs
-``attnclust`` from the configured repository where it is missing (Colab).
+numbers the build glued (myst-nb's ``<page>.glue.json``, read by
+``attnclust.assignments.glued_values`` as for the student and instructor editions) in the
+text, the outputs the build computed (figures included) in its code cells, and a first code
+cell that installs ``attnclust`` from the configured repository where it is missing (Colab).
 Where a repository is configured, the Binder and Colab buttons open this edition
 (_ext/launch_buttons.py). The ``.md`` source
 stays the single source of truth; tests/test_book_offline.py checks a built one.
@@ -21,7 +22,6 @@ with the values the build glued.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -74,22 +74,20 @@ def write_reader_notebooks(app, exc) -> None:
         return
     import nbformat
 
-    from attnclust.assignments import parse_chapter, reader_notebook
+    from attnclust.assignments import glued_values, parse_chapter, reader_notebook
+    from attnclust.assignments.built import EXECUTED_FOLDER
     from launch_buttons import configured_repository  # _ext/ is on the path (local_extensions)
 
     repository = configured_repository(app.config.html_theme_options or {})
-    executed = Path(app.outdir).parent / "jupyter_execute"
+    executed = Path(app.outdir).parent / EXECUTED_FOLDER
     for docname in sorted(app.env.found_docs):
         source = Path(app.env.doc2path(docname))
         target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
         if source.suffix != ".md" or not _is_notebook(app, docname):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        glue_file = executed / f"{docname}.glue.json"
-        glued = json.loads(glue_file.read_text()) if glue_file.is_file() else {}
-        bundles = {name: out.get("data", {}) for name, out in glued.items()}
-        nbformat.write(reader_notebook(parse_chapter(source), bundles, repository,
-                                       _executed(app, source)), target)
+        nbformat.write(reader_notebook(parse_chapter(source), glued_values(executed, docname),
+                                       repository, _executed(app, source)), target)
 
 
 def setup(app):

@@ -183,6 +183,31 @@ def _replace(nb, startswith: str, source: str):
     return nb
 
 
+def _claim_value(words: str) -> dict:
+    """The bundle that ``attnclust.book.claims.claim`` glues as a claim's sentence."""
+    return {"text/markdown": f"CLAIM {words} HOLDS.",
+            "text/plain": "<IPython.core.display.Markdown object>"}
+
+
+def _fake_build(build: Path, source: Path, page: str, values: dict[str, dict],
+                code: dict[int, str] | None = None) -> None:
+    """What ``make book`` leaves in ``build/jupyter_execute`` for the chapter ``source``: the
+    executed notebook ``page.ipynb`` (the chapter's cells; ``code``: code cell index ->
+    another source, as a build of an older chapter ran) and the glued ``values``
+    (name -> MIME bundle) in ``page.glue.json``, as MyST-NB writes them."""
+    import jupytext
+
+    executed = build / "jupyter_execute"
+    (executed / page).parent.mkdir(parents=True, exist_ok=True)
+    nb = jupytext.read(source)
+    for i, new in (code or {}).items():
+        [c for c in nb.cells if c.cell_type == "code"][i].source = new
+    nbformat.write(nb, executed / f"{page}.ipynb")
+    (executed / f"{page}.glue.json").write_text(json.dumps({
+        k: {"data": v, "metadata": {"scrapbook": {"name": k}}, "output_type": "display_data"}
+        for k, v in values.items()}))
+
+
 def test_parse_reads_exercises_points_and_variables(chapter):
     assert chapter.problems == []
     assert list(chapter.exercises) == ["ex-toy-1", "ex-toy-2", "ex-toy-3"]
@@ -327,6 +352,101 @@ def test_build_writes_hidden_checks_on_request(book, tmp_path):
     assert "3 * x**2" in _text(nbformat.read(tmp_path / "instructor" / "toy.ipynb", 4))
     material = json.loads((tmp_path / "autograder" / "toy.json").read_text())
     assert validate_material(material)["chapter"] == "toy"
+
+
+GLUED_TOY = TOY.replace("Narrative that stays in every edition.\n", """Narrative that stays in every edition.
+The mean of the toy data is {glue:text}`toy_mean:.2f` over {glue:text}`toy_n` values, and
+{claim}`toy-mean-is-two`
+
+```{code-cell} python3
+---
+mystnb:
+  image:
+    alt: "Five points whose mean, {glue:text}`toy_mean:.1f`, is marked."
+---
+from myst_nb import glue
+from attnclust.book import claims
+glue("toy_mean", 2.0, display=False)
+glue("toy_n", 5, display=False)
+claims.claim("toy-mean-is-two", "Over the 5 values the mean is exactly 2.", setting={})
+```
+""")
+TOY_VALUES = {"toy_mean": {"text/plain": "2.0"}, "toy_n": {"text/plain": "5"},
+              "claim:toy-mean-is-two": {"text/markdown": "Over the 5 values the mean is exactly 2.",
+                                        "text/plain": "<IPython.core.display.Markdown object>"}}
+
+
+@pytest.fixture
+def glued_book(tmp_path) -> Path:
+    """A toy book with a glued number and a claim in its text, built (``_build``)."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "toy.md").write_text(GLUED_TOY)
+    _fake_build(tmp_path / "_build", tmp_path / "chapters" / "toy.md", "chapters/toy", TOY_VALUES)
+    return tmp_path
+
+
+@pytest.mark.parametrize("flags", [[], ["--hidden-checks"]])
+def test_editions_show_the_built_numbers_and_claim_sentences(glued_book, tmp_path, flags):
+    """The student and instructor editions show the number the build glued, formatted as
+    the role asks, and the claim's sentence, in their text and in a figure's alt text:
+    never the glue name or the claim's id."""
+    out = tmp_path / "out"
+    assert cli(["--root", str(glued_book), "build", "--out", str(out), "--chapters", "toy",
+                *flags]) == 0
+    for edition in ("student", "instructor"):
+        nb = nbformat.read(out / edition / "toy.ipynb", as_version=4)
+        md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert ("The mean of the toy data is 2.00 over 5 values, and\nOver the 5 values the "
+                "mean is exactly 2.") in md, edition
+        assert "toy_mean" not in md and "toy-mean-is-two" not in md and "(claim `" not in md
+        alts = [c.metadata["mystnb"]["image"]["alt"] for c in nb.cells if "mystnb" in c.metadata]
+        assert alts == ["Five points whose mean, 2.0, is marked."], edition
+        # the code that computes them is there, as the chapter has it
+        assert any('glue("toy_mean", 2.0' in c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_editions_are_not_built_without_the_books_values(glued_book, tmp_path, capsys):
+    """No build, a build older than the chapter's code, or one without a value the text
+    shows: one line naming ``make book``, and no edition of that chapter is written."""
+    from attnclust.assignments import BookNotBuilt, chapter_values, write_editions
+
+    source = glued_book / "chapters" / "toy.md"
+    chapter = parse_chapter(source)
+    assert chapter_values(chapter, glued_book / "_build", "chapters/toy")["toy_n"] == {
+        "text/plain": "5"}
+    stale = {"absent": None, "older code": ({**TOY_VALUES}, {1: "glue('toy_mean', 3.0)"}),
+             "a value missing": ({k: v for k, v in TOY_VALUES.items() if k != "toy_n"}, None)}
+    for why, build in stale.items():
+        folder = tmp_path / why.replace(" ", "-")
+        if build is not None:
+            _fake_build(folder, source, "chapters/toy", build[0], build[1])
+        with pytest.raises(BookNotBuilt, match="make book"):
+            chapter_values(chapter, folder, "chapters/toy")
+        out = tmp_path / f"out-{why.replace(' ', '-')}"
+        assert cli(["--root", str(glued_book), "build", "--out", str(out), "--chapters", "toy",
+                    "--build-dir", str(folder)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "`make book`" in err and "toy" in err, (why, err)
+        assert not (out / "student" / "toy.ipynb").exists(), why
+    assert "no value for toy_n" in err
+    from attnclust.assignments import build  # the same from Python, before writing anything
+
+    with pytest.raises(BookNotBuilt, match="make book"):
+        build(tmp_path / "from-python", ["toy"], root=glued_book, build_dir=tmp_path / "absent")
+    assert not (tmp_path / "from-python").exists()
+    assert build(tmp_path / "from-python", ["toy"], root=glued_book)["toy"]["student"].is_file()
+    with pytest.raises(ValueError, match="no value for claim:toy-mean-is-two, toy_mean, toy_n"):
+        write_editions(chapter, tmp_path / "nothing")  # the student never sees a name
+    assert not (tmp_path / "nothing").exists()
+    # a chapter that shows no built value needs no build (the toy book of the other tests)
+    assert chapter_values(parse_chapter(_toy_without_values(tmp_path)), tmp_path / "absent",
+                          "chapters/toy") == {}
+
+
+def _toy_without_values(folder: Path) -> Path:
+    (folder / "plain").mkdir()
+    (folder / "plain" / "toy.md").write_text(TOY)
+    return folder / "plain" / "toy.md"
 
 
 def test_material_program_is_the_narrative_and_checks_without_solutions(chapter):
@@ -1538,18 +1658,37 @@ def test_to_jupyter_rewrites_roles_and_directives():
 
 
 @pytest.mark.parametrize("stem", REAL)
-def test_real_editions_have_no_myst_markup_left(stem):
+def test_real_editions_have_no_myst_markup_left(stem, tmp_path):
+    """The student and instructor editions that ``build`` writes from a build with a value
+    for every number and claim the chapter shows (:func:`.built.shown_values`): no role,
+    directive, glue name or claim id (``(claim `id`)``) is left in their Markdown or their
+    figures' alt texts, and the values stand where the book shows them."""
     import re
 
-    from attnclust.assignments.markdown import raw_markup
+    from attnclust.assignments.built import shown_values
+    from attnclust.assignments.markdown import glue_names, raw_markup
 
-    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
-    for nb in (student_notebook(ch), instructor_notebook(ch)):
+    path = ROOT / "chapters" / f"{stem}.md"
+    keys = shown_values(parse_chapter(path))
+    values = {k: _claim_value(k[len("claim:"):].upper()) if k.startswith("claim:")
+              else {"text/plain": "0.25"} for k in keys}
+    _fake_build(tmp_path / "_build", path, f"chapters/{stem}", values)
+    assert cli(["--root", str(ROOT), "build", "--out", str(tmp_path / "out"), "--chapters", stem,
+                "--build-dir", str(tmp_path / "_build")]) == 0
+    names = glue_names(path.read_text())
+    for edition in ("student", "instructor"):
+        nb = nbformat.read(tmp_path / "out" / edition / f"{stem}.ipynb", as_version=4)
         md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        alts = "\n".join(str(c.metadata.get("mystnb", {}).get("image", {}).get("alt", ""))
+                         for c in nb.cells if c.cell_type == "code")
         assert not re.findall(r"\{[a-z]+(?::[a-z]+)?\}`", md), stem
-        assert "```{prf:" not in md and "{glue" not in md
-        assert raw_markup(md) == [], stem
+        assert "```{prf:" not in md and "{glue" not in md + alts and "(claim `" not in md
+        assert raw_markup(md, names) == [] and raw_markup(alts, names) == [], (stem, edition)
         assert r"\newcommand{\R}" in nb.cells[0].source
+        claims = [k[len("claim:"):].upper() for k in keys if k.startswith("claim:")]
+        shown = [c for c in claims if f"CLAIM {c} HOLDS" in md]
+        if edition == "instructor":  # every claim of the chapter, in the solutions too
+            assert shown == claims, stem
 
 
 READER_CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.md")
@@ -1560,15 +1699,17 @@ READER_CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("*.md")
 @pytest.mark.parametrize("stem", READER_CHAPTERS)
 def test_reader_editions_have_no_raw_markup(stem):
     """The reader edition (the download button's notebook), with a value glued for every
-    glue name of the chapter as the build glues them: no role, directive, equation label
-    or glue name is left in its Markdown (:func:`.markdown.raw_markup`, the scan the
+    glue name and claim of the chapter as the build glues them: no role, directive,
+    equation label, glue name or claim id is left in its Markdown (:func:`.markdown.raw_markup`, the scan the
     browser test runs on what JupyterLab renders)."""
     from attnclust.assignments import reader_notebook
-    from attnclust.assignments.markdown import glue_names, raw_markup
+    from attnclust.assignments.markdown import glue_names, glued_keys, raw_markup
 
     path = ROOT / "chapters" / f"{stem}.md"
     names = glue_names(path.read_text())
-    nb = reader_notebook(parse_chapter(path), {n: {"text/plain": "0.25"} for n in names})
+    nb = reader_notebook(parse_chapter(path), {
+        k: _claim_value("measured") if k.startswith("claim:") else {"text/plain": "0.25"}
+        for k in glued_keys(path.read_text())})
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert raw_markup(md, names) == [], stem
 
@@ -1577,7 +1718,8 @@ def test_raw_markup_scan_finds_what_a_reader_should_not_see():
     from attnclust.assignments.markdown import raw_markup
 
     for planted in ("$$ x $$ (eq-planted)", "$$\nx\n$$ (eq-planted)", "by equation (eq-head-limit)",
-                    "see (fig-a)", "{eq}`eq-x`", "```{prf:theorem}", ":label: thm-x", "{glue}`n`"):
+                    "see (fig-a)", "{eq}`eq-x`", "```{prf:theorem}", ":label: thm-x", "{glue}`n`",
+                    "as measured, (claim `icq-x`)"):
         assert raw_markup(f"A fine sentence.\n{planted}\nMore.") != [], planted
     assert raw_markup("the best `lam` is `best_lam`.", {"best_lam"}) == ["`best_lam`"]
     assert raw_markup("**Exercise 2** (`ex-mixtures-2`): by (2), $$x \\tag{2}$$ and "

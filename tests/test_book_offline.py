@@ -69,6 +69,16 @@ def test_real_config_has_no_repository_and_serves_mathjax(tmp_path):
     assert [o.get("text") for o in outputs["print(1)"]] == ["1\n"], outputs["print(1)"]
     assert not [o for outs in outputs.values() for o in outs
                 if any(k.startswith("application/papermill") for k in o.get("data", {}))]
+    # the student and instructor editions, made after the build, show the same value
+    # (attnclust.assignments.built reads the build's glued values as the reader edition does)
+    from attnclust.assignments.__main__ import main as assignments
+
+    assert assignments(["--root", str(root), "build", "--out", str(root / "editions"),
+                        "--chapters", "page"]) == 0
+    for edition in ("student", "instructor"):
+        nb = nbformat.read(root / "editions" / edition / "page.ipynb", 4)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert "The ratio is 0.667." in text and "the_ratio" not in text, (edition, text)
 
 
 def test_configured_repository_brings_the_buttons_back(tmp_path):

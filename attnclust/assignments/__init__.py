@@ -2,7 +2,9 @@
 
 Two commands (``python -m attnclust.assignments --help``):
 
-* ``build --out DIR [--chapters STEM ...] [--hidden-checks]`` writes, for each chapter,
+* ``build --out DIR [--chapters STEM ...] [--hidden-checks] [--build-dir DIR]`` writes, for
+  each chapter, with the numbers and claim sentences of the book's build in its text
+  (:mod:`.built`: the book must have been built first, ``make book``),
   ``DIR/student/<stem>.ipynb`` (solutions replaced by a starter cell, check cells kept, or,
   with ``--hidden-checks``, saying in words what they verify), ``DIR/instructor/<stem>.ipynb``
   (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks,
@@ -50,6 +52,7 @@ _EXPORTS = {
     "grade_notebooks": "grading", "grade_submissions": "grading",
     "prepare_submission": "grading", "validate_material": "grading",
     "Chapter": "source", "Exercise": "source", "parse_chapter": "source",
+    "BookNotBuilt": "built", "chapter_values": "built", "glued_values": "built",
 }
 """Public name -> the submodule that defines it (imported on first access)."""
 
@@ -82,14 +85,21 @@ def course_chapters(root: str | Path = ".") -> list[str]:
     return [Path(f).name for f, part in toc_chapters(root) if part in COURSE_PARTS]
 
 
-def build(out: str | Path, chapters: list[str] | None = None,
-          root: str | Path = ".") -> dict[str, dict[str, Path]]:
+def build(out: str | Path, chapters: list[str] | None = None, root: str | Path = ".",
+          build_dir: str | Path | None = None) -> dict[str, dict[str, Path]]:
     """Write the student and instructor editions and the autograder material of ``chapters``
-    (stems; default :func:`course_chapters`) under ``out``; return the paths per chapter."""
+    (stems; default :func:`course_chapters`) under ``out``, with the numbers and claim
+    sentences of the book's build in ``build_dir`` (default ``root/_build``;
+    :func:`.built.chapter_values`, which raises ``BookNotBuilt`` where the book has not been
+    built); return the paths per chapter."""
+    from .built import chapter_values
     from .editions import write_editions
     from .source import parse_chapter
 
     root = Path(root)
+    build_dir = Path(build_dir) if build_dir is not None else root / "_build"
     stems = chapters or course_chapters(root)
-    return {stem: write_editions(parse_chapter(root / "chapters" / f"{stem}.md"), out)
-            for stem in stems}
+    chapters_read = {stem: parse_chapter(root / "chapters" / f"{stem}.md") for stem in stems}
+    glued = {stem: chapter_values(ch, build_dir, f"chapters/{stem}")
+             for stem, ch in chapters_read.items()}
+    return {stem: write_editions(ch, out, glued=glued[stem]) for stem, ch in chapters_read.items()}

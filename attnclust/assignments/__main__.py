@@ -66,8 +66,12 @@ def _material(args) -> dict:
 
 
 def cmd_build(args) -> int:
+    """Write the editions of each chapter, with the values of the book's build
+    (:mod:`.built`): a chapter whose build is missing or older than it is reported in one
+    line naming ``make book``, and the others are written."""
     require_extra()
     from . import course_chapters
+    from .built import BookNotBuilt, chapter_values
     from .editions import write_editions
     from .grading import check_output_path
     from .source import parse_chapter
@@ -77,17 +81,21 @@ def cmd_build(args) -> int:
         raise CommandError(f"--root {root} has no _toc.yml: give the book's root folder, or "
                            "name the chapters with --chapters")
     stems = args.chapters or course_chapters(root)
+    build_dir = Path(args.build_dir) if args.build_dir else root / "_build"
     check_output_path(args.out, folder=True)
     status = 0
     for stem in stems:
         try:
             src = _chapter_source(root, stem)
-        except CommandError as e:
+            chapter = parse_chapter(src)
+            glued = chapter_values(chapter, build_dir, src.relative_to(root).with_suffix("")
+                                   .as_posix())
+        except (CommandError, BookNotBuilt) as e:
             fail(e)
             status = 1
             continue
-        chapter = parse_chapter(src)
-        paths = write_editions(chapter, args.out, hidden_checks=args.hidden_checks)
+        paths = write_editions(chapter, args.out, hidden_checks=args.hidden_checks,
+                               glued=glued)
         n = len(chapter.exercises)
         hidden = " (checks hidden)" if args.hidden_checks else ""
         print(f"{stem}: {n} exercise{'s' * (n != 1)}, {chapter.total_points:g} points -> "
@@ -163,10 +171,13 @@ def _configure(p: argparse.ArgumentParser) -> None:
                            parser_class=OneLineParser)
 
     b = sub.add_parser("build", help="write student and instructor notebooks and the "
-                                     "autograder material")
+                                     "autograder material (after make book)")
     b.add_argument("--out", required=True, help="output folder")
     b.add_argument("--chapters", nargs="*", help="chapter stems (default: the Theory and "
                                                  "Experiments chapters of _toc.yml)")
+    b.add_argument("--build-dir", help="the book's build folder, whose numbers and claim "
+                                       "sentences the editions show (default: ROOT/_build, "
+                                       "written by make book)")
     b.add_argument("--hidden-checks", action="store_true",
                    help="for graded use: the student edition says what each check verifies, "
                         "without its code and expected values")

@@ -1,10 +1,12 @@
 """Student and instructor notebooks of a chapter, and the autograder material.
 
 Both editions are plain Jupyter notebooks, their Markdown rewritten by
-``markdown.to_jupyter`` (roles, theorem directives, macros): the MyST directives of the
-exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) — title``), the
-``{solution-start}`` /
-``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
+``markdown.to_jupyter`` (roles, theorem directives, macros), with the numbers and claim
+sentences that the book's build computed in the text, as the HTML book shows them
+(``glued``: :mod:`.built` reads them from the build; :func:`write_editions` refuses to
+write an edition that would show a glue name or a claim's id in their place): the MyST
+directives of the exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) —
+title``), the ``{solution-start}`` / ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
 ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
 both, visible, so students can check themselves (in the student edition a check says "not
@@ -38,11 +40,6 @@ __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidde
            "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
-
-GLUE_NOTE = (" Numbers that the HTML book prints in its text appear here by name, in code "
-             "style (`like_this`): each is computed by the cell that calls `glue(\"like_this\", ...)`;"
-             " a measured statement appears as (claim `its-id`): its sentence is the one the cell "
-             "calling `claims.claim(\"its-id\", ...)` computes.")
 
 
 def _new_nb(chapter: Chapter) -> nbformat.NotebookNode:
@@ -192,6 +189,11 @@ def _ungraded_note(chapter: Chapter) -> str:
             "code.")
 
 
+_VALUES_NOTE = (" The numbers and measured statements in the text are those of the book's "
+                "build; the code cells compute them again when you run the notebook.")
+"""What every edition's first cell says of the values in its text (:mod:`.built`)."""
+
+
 def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
     n, pts = len(chapter.exercises), f"{chapter.total_points:g}"
     if student:
@@ -205,9 +207,9 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
                 "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
                 "notebook from the top before handing it in. To resubmit, hand in the "
                 "notebook again under the same name: a changed file is graded again, an "
-                "unchanged one keeps its grade." + _ungraded_note(chapter) + GLUE_NOTE)
+                "unchanged one keeps its grade." + _ungraded_note(chapter) + _VALUES_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
-            f"{n} exercises, {pts} points, with the reference solutions.*" + GLUE_NOTE)
+            f"{n} exercises, {pts} points, with the reference solutions.*" + _VALUES_NOTE)
 
 
 def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat.NotebookNode:
@@ -273,21 +275,33 @@ def _resolve_alt_texts(nb: nbformat.NotebookNode, refs: References) -> None:
             cell.metadata["mystnb"]["image"]["alt"] = resolved
 
 
-def student_notebook(chapter: Chapter, hidden_checks: bool = False) -> nbformat.NotebookNode:
+def _with_values(chapter: Chapter, glued: dict[str, dict] | None) -> Chapter:
+    """``chapter`` whose roles show the values ``glued`` (name -> MIME bundle, as the
+    build glued them, :func:`.built.glued_values`)."""
+    if not glued:
+        return chapter
+    return replace(chapter, refs=replace(chapter.refs or References(), glued=dict(glued)))
+
+
+def student_notebook(chapter: Chapter, hidden_checks: bool = False,
+                     glued: dict[str, dict] | None = None) -> nbformat.NotebookNode:
     """The chapter without its solutions: a prompt and a starter cell in place of each;
-    with ``hidden_checks``, each check cell says what it verifies instead of its code."""
-    return _assemble(chapter, student=True, hidden=hidden_checks)
+    with ``hidden_checks``, each check cell says what it verifies instead of its code.
+    ``glued``: the build's values that its text shows (:func:`.built.chapter_values`;
+    without them, each glue name and claim id stands in its place, as for grading)."""
+    return _assemble(_with_values(chapter, glued), student=True, hidden=hidden_checks)
 
 
-def instructor_notebook(chapter: Chapter) -> nbformat.NotebookNode:
-    """The whole chapter with its reference solutions, as a clean notebook."""
-    return _assemble(chapter, student=False)
+def instructor_notebook(chapter: Chapter,
+                        glued: dict[str, dict] | None = None) -> nbformat.NotebookNode:
+    """The whole chapter with its reference solutions, as a clean notebook; ``glued`` as
+    for :func:`student_notebook`."""
+    return _assemble(_with_values(chapter, glued), student=False)
 
 
 READER_NOTE = ("*Reader edition of the chapter `{stem}` of the attnclust book*, made from the "
-               "executed book: the numbers in the text are those of the book's build; the code "
-               "cells compute them again when you run the notebook. Solutions to the exercises "
-               "follow each exercise.")
+               "executed book." + _VALUES_NOTE + " Solutions to the exercises follow each "
+               "exercise.")
 
 
 def install_cell_source(repository: str = "") -> str:
@@ -318,9 +332,8 @@ def reader_notebook(chapter: Chapter, glued: dict[str, dict],
     from ``repository`` where it is missing (:func:`install_cell_source`). With
     ``executed`` (the notebook the build executed), each code cell carries that build's
     outputs, figures included (:func:`carry_outputs`)."""
-    refs = replace(chapter.refs or References(), glued=dict(glued))
-    nb = _assemble(replace(chapter, refs=refs), student=False)
-    macros = refs.macro_definitions()
+    nb = instructor_notebook(chapter, glued)
+    macros = (chapter.refs or References()).macro_definitions()
     nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
     if executed is not None:
         carry_outputs(nb, executed, macros.strip("$"))
@@ -381,11 +394,19 @@ def autograder_material(chapter: Chapter) -> dict:
     }
 
 
-def write_editions(chapter: Chapter, out: str | Path,
-                   hidden_checks: bool = False) -> dict[str, Path]:
+def write_editions(chapter: Chapter, out: str | Path, hidden_checks: bool = False,
+                   glued: dict[str, dict] | None = None) -> dict[str, Path]:
     """Write ``out/student/<stem>.ipynb`` (with ``hidden_checks``, its checks in words),
     ``out/instructor/<stem>.ipynb`` and ``out/autograder/<stem>.json``; return the three
-    paths."""
+    paths. ``glued``: the build's values that the chapter's text shows
+    (:func:`.built.chapter_values`); a ``ValueError`` names those missing, before anything
+    is written: a student never sees a glue name or a claim's id."""
+    from .built import shown_values
+
+    missing = sorted(shown_values(chapter) - set(glued or {}))
+    if missing:
+        raise ValueError(f"{chapter.stem}: no value for {', '.join(missing)}: the editions show "
+                         "the values the book's build glued (attnclust.assignments.chapter_values)")
     out = Path(out)
     paths = {
         "student": out / "student" / f"{chapter.stem}.ipynb",
@@ -394,7 +415,7 @@ def write_editions(chapter: Chapter, out: str | Path,
     }
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(student_notebook(chapter, hidden_checks), paths["student"])
-    nbformat.write(instructor_notebook(chapter), paths["instructor"])
+    nbformat.write(student_notebook(chapter, hidden_checks, glued), paths["student"])
+    nbformat.write(instructor_notebook(chapter, glued), paths["instructor"])
     paths["autograder"].write_text(json.dumps(autograder_material(chapter), indent=1) + "\n")
     return paths

@@ -15,14 +15,14 @@ what the HTML book shows in their place, taken from the book's own sources
   "(2)" (:func:`equation_numbers`; an unknown label as "equation (label)");
 - a labelled display equation ``$$ … $$ (label)`` → ``$$ … \tag{2} $$``: MathJax shows its
   number beside it, as the book does;
-- ``{claim}`id``` → (claim ``id``): its sentence is stated by a cell of the chapter;
-- ``{glue:text}`name:fmt``` → the name in code style: the number is computed by the cell
-  that glues it and appears only in the HTML book (the editions' first cell says so); in
-  the reader edition, made from the executed book, the value itself
-  (:attr:`References.glued`, :func:`glued_text`);
-- ``{claim}`id``` → "(claim ``id``)": the claim's sentence is computed by the cell that
-  states it (``attnclust.book.claims``) and shown in the HTML book; in the reader edition, the
-  sentence the build glued (``claim:<id>``);
+- ``{glue:text}`name:fmt``` and ``{glue:md}`name``` → the value the book's build glued
+  under that name, formatted as the HTML book formats it (:attr:`References.glued`,
+  :func:`glued_text`; every edition is made with the build's values, :mod:`.built`);
+- ``{claim}`id``` → the claim's sentence, computed by the cell that states it
+  (``attnclust.book.claims``), which the build glued as ``claim:<id>``;
+- without the build's value (a notebook made in memory without one, for grading or a
+  test), the glue name in code style and "(claim ``id``)": :data:`RAW_MARKUP` flags both,
+  and :func:`.editions.write_editions` refuses to write such an edition;
 - ``{prf:*}`` fences → block quotes headed by the kind and title (a proof ends with ∎);
   ``{bibliography}`` and MyST targets ``(label)=`` are dropped;
 - the book's MathJax macros (``_config.yml``) are defined once, in the first cell.
@@ -34,8 +34,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["RAW_MARKUP", "Fenced", "References", "equation_numbers", "glue_names", "glued_text",
-           "raw_markup", "render_roles", "split_fences", "to_jupyter"]
+__all__ = ["RAW_MARKUP", "Fenced", "References", "equation_numbers", "glue_names", "glued_keys",
+           "glued_text", "raw_markup", "render_roles", "shown_keys", "split_fences", "to_jupyter"]
 
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
 _DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
@@ -114,8 +114,8 @@ class References:
     citations: dict[str, str] = field(default_factory=dict)  # bib key -> "Lloyd, 1982"
     macros: dict[str, str] = field(default_factory=dict)  # MathJax macros of _config.yml
     equations: dict[str, int] = field(default_factory=dict)  # equation label -> its number
-    # glued values of the executed chapter (name -> MIME bundle, myst-nb's <page>.glue.json);
-    # empty for the student and instructor editions, which show the names instead
+    # glued values of the executed chapter (name -> MIME bundle, myst-nb's <page>.glue.json,
+    # a claim's sentence under claim:<id>; .built reads them from the book's build)
     glued: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
@@ -238,6 +238,13 @@ def render_roles(text: str, refs: References) -> str:
     return _ROLE.sub(lambda m: _role(m, refs), text)
 
 
+def _caption_shown(refs: References, figure: str) -> str | None:
+    """What a ``{numref}`` to ``figure`` shows of its caption (its first sentence, roles
+    unresolved); None for a figure of no caption."""
+    caption = refs.figures.get(figure)
+    return caption.split(". ")[0].rstrip(".") if caption else None
+
+
 def _role(m: re.Match, refs: References) -> str:
     role, content = m["role"], m["content"].strip()
     explicit = _EXPLICIT.match(content)
@@ -260,10 +267,9 @@ def _role(m: re.Match, refs: References) -> str:
     if role == "prf:ref":
         return refs.results.get(target, target)
     if role == "numref":
-        caption = refs.figures.get(target)
-        if not caption:
+        first = _caption_shown(refs, target)
+        if first is None:
             return f"Fig. `{target}`"
-        first = caption.split(". ")[0].rstrip(".")
         inner = replace(refs, figures={})  # a caption's own roles, without figures: no cycles
         return "Fig. “" + _ROLE.sub(lambda r: _role(r, inner), first) + "”"
     if role == "eq":
@@ -311,19 +317,43 @@ RAW_MARKUP = re.compile(
     r"|^:(?:label|class|name|tags):"                    # a directive's option line
     r"|\{glue"                                          # a glue role, however written
     r"|\$\$[ \t]*\([\w:.-]+\)"                          # a display equation's MyST label
-    r"|\((?:eq|fig|sec|def|thm|prop|lem|tbl)-[\w:.-]+\)",  # a label shown for its number
+    r"|\((?:eq|fig|sec|def|thm|prop|lem|tbl)-[\w:.-]+\)"  # a label shown for its number
+    r"|\(claim `",                                     # a claim's id for its sentence
     re.MULTILINE)
 """MyST that Jupyter shows as text: a role, a directive fence or option, a glue role, the
-label of a display equation after its ``$$`` and a label in parentheses where the book shows
-a number ("equation (eq-head-limit)" for "(2)"). Exercise labels are not in it: the editions
-name each exercise by its label on purpose (`` (`ex-mixtures-2`) ``). Shared by the unit
-tests of the editions and the browser test of JupyterLab (tests/browser/)."""
+label of a display equation after its ``$$``, a label in parentheses where the book shows
+a number ("equation (eq-head-limit)" for "(2)") and a claim shown by its id where the book
+shows its sentence ("(claim `id`)", :func:`to_jupyter` without the build's values).
+Exercise labels are not in it: the editions name each exercise by its label on purpose
+(`` (`ex-mixtures-2`) ``). Shared by the unit tests of the editions and the browser test of
+JupyterLab (tests/browser/)."""
 
 
 def glue_names(text: str) -> set[str]:
     """The names that the glue roles of ``text`` (MyST) show."""
     return {m["content"].strip().partition(":")[0] for m in _ROLE.finditer(text)
             if m["role"].startswith("glue")}
+
+
+def glued_keys(text: str) -> set[str]:
+    """The keys of the build's glued values that the roles of ``text`` (MyST) show: each
+    glue name (:func:`glue_names`) and ``claim:<id>`` for each ``{claim}`id``` (the claim's
+    sentence, which ``attnclust.book.claims.claim`` glues under that key)."""
+    claims = {f"claim:{m['content'].strip()}" for m in _ROLE.finditer(text) if m["role"] == "claim"}
+    return glue_names(text) | claims
+
+
+def shown_keys(text: str, refs: References) -> set[str]:
+    """:func:`glued_keys` of ``text`` and of what its ``{numref}`` roles show of the
+    figures' captions (:class:`References`): every glued value that ``text`` rendered with
+    ``refs`` (:func:`to_jupyter`, :func:`render_roles`) shows."""
+    keys = glued_keys(text)
+    for m in _ROLE.finditer(text):
+        if m["role"] == "numref":
+            explicit = _EXPLICIT.match(m["content"].strip())
+            if not explicit:  # an explicit title shows no caption
+                keys |= glued_keys(_caption_shown(refs, m["content"].strip()) or "")
+    return keys
 
 
 def raw_markup(text: str, missing_glue: set[str] | frozenset = frozenset()) -> list[str]:
