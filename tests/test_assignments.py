@@ -1657,6 +1657,21 @@ def test_to_jupyter_rewrites_roles_and_directives():
     assert refs.macro_definitions() == r"$\newcommand{\R}{\mathbb{R}}$"
 
 
+def test_a_figure_reference_quotes_its_caption_as_yaml_reads_it(tmp_path):
+    """A caption quoted in the cell's YAML (it has a colon) is unescaped, as the book reads
+    it: a reference to it shows ``$\\mathcal N$``, not the doubled backslash of the source."""
+    from attnclust.assignments.markdown import References, to_jupyter
+
+    (tmp_path / "page.md").write_text(
+        "```{code-cell} python3\n---\nmystnb:\n  figure:\n    caption: \"Tilting of "
+        "$\\\\mathcal N(m, v)$: the mean moves. Rest.\"\n    name: fig-t\n---\nplot()\n```\n"
+        "```{code-cell} python3\n---\nmystnb:\n  figure:\n    caption: Plain $\\sigma$. Rest.\n"
+        "    name: fig-p\n---\nplot()\n```\n")
+    refs = References.from_chapters(tmp_path)
+    assert to_jupyter("See {numref}`fig-t` and {numref}`fig-p`.", refs) == (
+        "See Fig. “Tilting of $\\mathcal N(m, v)$: the mean moves” and Fig. “Plain $\\sigma$”.")
+
+
 @pytest.mark.parametrize("stem", REAL)
 def test_real_editions_have_no_myst_markup_left(stem, tmp_path):
     """The student and instructor editions that ``build`` writes from a build with a value

@@ -134,7 +134,7 @@ class References:
                     if label:
                         results[label] = _result_name(part)
             for m in _FIGURE.finditer(text):
-                figures[m["name"]] = m["caption"].strip().strip("'\"")
+                figures[m["name"]] = _caption(m["caption"])
         return cls(titles, results, figures, _citations(chapters_dir / "references.bib"),
                    _macros(chapters_dir.parent / "_config.yml"), equations=equations)
 
@@ -183,6 +183,20 @@ def _number_equations(text: str, refs: References) -> str:
             return m[0]
         return f"$${m['body'].rstrip()} \\tag{{{number}}}\n$$"
     return _LABELLED_MATH.sub(tag, text)
+
+
+def _caption(value: str) -> str:
+    r"""A figure's caption as the book reads it from the cell's YAML options: a quoted one
+    unescaped (``"... $\\mathcal N$ ..."`` is ``$\mathcal N$``), a plain one as it stands."""
+    value = value.strip()
+    if value[:1] in "'\"":
+        import yaml
+
+        try:
+            return str(yaml.safe_load(value))
+        except yaml.YAMLError:
+            return value.strip("'\"")
+    return value
 
 
 def _macros(config: Path) -> dict[str, str]:
