@@ -81,6 +81,21 @@ def test_regimes_at_test_size():
     assert rg.d_star == pytest.approx((E.R / E.SIGMA) ** 2 * np.log(E.L / E.K))
 
 
+@pytest.mark.integration
+def test_kmeans_and_identity_are_the_default_benchmarks_rows():
+    """The page "The two results at a glance" reads k-means against identity attention from
+    the short run; the chapter states the comparison from the full benchmark. Both must give
+    the same rows (the same prompts, key and draws), or the page would show other numbers."""
+    short, full = E.kmeans_and_identity("test"), E.default_benchmark("test")
+    assert list(short.scores) == [B.KMEANS, B.IDENTITY] and short.reference == full.reference == B.KMEANS
+    for name in (B.KMEANS, B.IDENTITY):
+        a, b = short.scores[name], full.scores[name]
+        np.testing.assert_array_equal(a.distortion, b.distortion)
+        np.testing.assert_array_equal(a.ari, b.ari)
+    assert short.noise_floor == full.noise_floor
+    assert short.row(B.IDENTITY).distortion_vs_ref == full.row(B.IDENTITY).distortion_vs_ref
+
+
 def test_committed_baselines_share_the_sweeps_prompts_and_hold_every_method():
     data = results.load("icq-baselines").data
     sweeps = results.load("icq-sweeps").data

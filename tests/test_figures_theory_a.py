@@ -1,5 +1,5 @@
-"""Figures of the preface, "Gaussian mixtures and clustering" and "Attention as soft
-pooling": each builds and contains data; the helpers they rest on compute what they claim;
+"""Figures of the preface, "The two results at a glance", "Gaussian mixtures and clustering"
+and "Attention as soft pooling": each builds and contains data; the helpers they rest on compute what they claim;
 the mixture explorer's callback redraws when a slider moves (its speed is measured by
 ``make bench``)."""
 
@@ -13,11 +13,13 @@ import pytest
 import attnclust as ac
 from attnclust.book.figures import FIGURES, make, names
 from attnclust.book.figures import attention as fa
+from attnclust.book.figures import glance as fg
 from attnclust.book.figures import mixtures as fm
 from attnclust.book.widgets import mixture as wm
 
 FIGURE_CHAPTERS = {
     "preface-layers": "preface",
+    "glance-results": "at_a_glance",
     "mixture-prompts": "mixtures",
     "clustering-vs-separation": "mixtures",
     "softmax-temperature": "attention",
@@ -43,7 +45,7 @@ def test_registered():
         assert FIGURES[name].chapter == chapter
 
 
-SLOW_FIGURES = {"preface-layers", "mixture-prompts", "clustering-vs-separation", "head-large-L"}
+SLOW_FIGURES = {"preface-layers", "glance-results", "mixture-prompts", "clustering-vs-separation", "head-large-L"}
 """The figures that take seconds to compute at the book's size: a build of one runs its
 experiment end to end (marked integration, so make integration builds them; the others
 build in make unit)."""
@@ -179,3 +181,27 @@ def test_layer_outputs_demo():
     assert d["T"].shape == d["X"].shape == d["Q"].shape == (100, 2)
     assert np.all(d["cos"] > 0.95)
     assert d["spread_Q"] < d["spread_in"] and d["flat_T"] < d["flat_in"]
+
+
+# --- the two results at a glance ------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_glance_panels_show_what_the_caption_says():
+    """Left: the minimiser's heads near the centroids and each output closer to its token than
+    the token's centroid is (the layer reconstructs, it does not quantize). Right: a prompt
+    with centroids of its own, orthogonal and of norm r; identity attention brings the tokens
+    closer to their own centroid, and k-means' centres closer still."""
+    left = fg.two_head_demo()
+    assert np.all(left["cos"] > 0.95) and np.all(left["cos"] < 0.999)
+    assert 0 < left["risk"] < left["oracle"]
+    np.testing.assert_allclose(left["risk"], np.mean(np.sum((left["X"] - left["T"]) ** 2, -1)), rtol=1e-5)
+    right = fg.in_context_demo(L=60)
+    mu = right["centroids"]
+    np.testing.assert_allclose(np.linalg.norm(mu, axis=-1), ac.DEFAULT.r, rtol=1e-5)
+    assert abs(mu[0] @ mu[1]) < 1e-4
+    assert not np.allclose(np.abs(mu), ac.DEFAULT.r * np.eye(2), atol=0.1)  # not the fixed centroids
+    assert right["Q"].shape == right["X"].shape == (60, 2) and right["lam"] > 0
+    assert right["D_kmeans"] < right["D_layer"] < right["D_tokens"]
+    own = mu[right["labels"]]
+    np.testing.assert_allclose(right["D_layer"], np.mean(np.sum((right["Q"] - own) ** 2, -1)), rtol=1e-5)

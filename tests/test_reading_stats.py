@@ -114,6 +114,17 @@ def test_main_path_is_the_root_and_the_theory_and_experiment_parts(book: Path):
     assert "≤ 20 (each chapter)" in table and "met" in table
 
 
+def test_a_page_in_a_part_without_caption_is_on_the_main_path(book: Path):
+    """An overview page right after the root page, in a part of its own without a caption, is
+    read on the main path like the root page (and, like it, is not held to the exercise goal)."""
+    (book / "chapters" / "overview.md").write_text(MYST_HEADER + "\n# Overview\n\nRead this first.\n")
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: chapters/planted\nparts:\n"
+        "  - chapters:\n      - file: chapters/overview\n"
+        "  - caption: Using the book\n    chapters:\n      - file: chapters/other\n")
+    assert reading.main_path(book) == [("chapters/planted", None), ("chapters/overview", None)]
+
+
 def test_figures_are_counted_where_they_appear(tmp_path: Path):
     text = MYST_HEADER + textwrap.dedent('''
         # A

@@ -1,7 +1,8 @@
 """What a learner reads on the book's main path, measured from the chapters' MyST sources.
 
-Issue 29 ("A textbook for learners") sets goals for the main path (the root page and the
-chapters of the Theory and Experiments parts of ``_toc.yml``): reading time, figures, tooling
+Issue 29 ("A textbook for learners") sets goals for the main path (the root page, the pages
+of a part without caption such as the overview after it, and the chapters of the Theory and
+Experiments parts of ``_toc.yml``): reading time, figures, tooling
 talk, checking code, exercises. :func:`book_stats` measures each chapter, :func:`table`
 prints the measures beside the goals (``scripts/reading_stats.py``), and the chapter "For
 instructors" reads the reading minutes from here at build time.
@@ -451,8 +452,9 @@ def chapter_stats(path: str | Path, part: str | None = None,
 # ---------------------------------------------------------------- the book
 
 def main_path(root: str | Path) -> list[tuple[str, str | None]]:
-    """``(file, part)`` of the main path's pages in book order: the root page and the
-    chapters of :data:`MAIN_PARTS`."""
+    """``(file, part)`` of the main path's pages in book order: the root page, the pages of a
+    part without caption (part ``None``, like the root page), and the chapters of
+    :data:`MAIN_PARTS`."""
     from attnclust.assignments.source import toc_chapters
 
     return [(f, part) for f, part in toc_chapters(root) if part is None or part in MAIN_PARTS]

@@ -28,8 +28,8 @@ from attnclust.setting import DEFAULT
 from attnclust.book import sizes
 
 __all__ = [
-    "REGIME_DS", "TRAINED", "Regimes", "best_from_summary", "best_label_free", "centring_difference", "closing_tables", "paired",
-    "pair_cluster_difference", "summary_table", "default_benchmark", "default_prompts", "regimes",
+    "BENCHMARK_SEED", "REGIME_DS", "TRAINED", "Regimes", "best_from_summary", "best_label_free", "centring_difference", "closing_tables", "paired",
+    "pair_cluster_difference", "summary_table", "default_benchmark", "default_prompts", "kmeans_and_identity", "regimes",
     "self_weight_estimate", "sweep_series", "trained_theta",
 ]
 
@@ -49,6 +49,11 @@ TRAINED = "two-head layer, trained on r e_1, r e_2"
 with centroids r e_1, r e_2, then scored on in-context prompts like every other method)."""
 
 TRAIN_STEPS = {"small": 2000, "full": 2000, "test": 100}
+
+BENCHMARK_SEED = 15
+"""The seed of the default benchmark's key (``benchmark.run`` draws every method's randomness
+on prompt ``i`` from ``fold_in(key, i)``): ``default_benchmark`` and ``kmeans_and_identity``
+share it, so that their rows of k-means and of identity attention are the same."""
 
 
 @lru_cache(maxsize=None)
@@ -79,7 +84,7 @@ def default_benchmark(size: str = "small") -> benchmark.Benchmark:
     from attnclust.metrics import adjusted_rand, head_assignments
 
     p = default_prompts(size)
-    bench = benchmark.run(jax.random.PRNGKey(15), p)
+    bench = benchmark.run(jax.random.PRNGKey(BENCHMARK_SEED), p)
     theta = trained_theta(steps=TRAIN_STEPS[size])
     two_head_layer(theta, p.X, DEFAULT.lam)  # compile before timing
     t0 = time.perf_counter()
@@ -91,6 +96,19 @@ def default_benchmark(size: str = "small") -> benchmark.Benchmark:
         np.mean(np.sum((T - p.own_centroids()) ** 2, -1), -1), seconds / p.n, None,
         np.array([len(np.unique(x)) for x in labels]))
     return bench.with_scores(scores)
+
+
+@lru_cache(maxsize=None)
+def kmeans_and_identity(size: str = "small") -> benchmark.Benchmark:
+    """k-means and one identity layer with lam chosen from each prompt (SURE), alone, on
+    ``default_prompts(size)`` with ``default_benchmark``'s key: the same two rows as
+    ``default_benchmark`` (the same prompts and draws, k-means the reference), without the other
+    methods and the training. The page "The two results at a glance" (chapters/at_a_glance.md)
+    reads from here the comparison that the chapter "In-context quantization experiments"
+    states from the full benchmark (claim icq-kmeans-quantizes-better)."""
+    methods = tuple(m for m in benchmark.default_methods(oracles=False, meanshift=False)
+                    if m.name in (benchmark.KMEANS, benchmark.IDENTITY))
+    return benchmark.run(jax.random.PRNGKey(BENCHMARK_SEED), default_prompts(size), methods)
 
 
 @dataclass(frozen=True)
