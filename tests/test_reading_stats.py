@@ -160,6 +160,45 @@ def test_figures_are_counted_where_they_appear(tmp_path: Path):
     assert (s.code_lines, s.checking_lines) == (1, 0)
 
 
+def test_the_evidence_layer_is_not_on_the_main_path(tmp_path: Path):
+    """An admonition of class evidence (collapsed) and a cell whose input is hidden are not
+    read on the main path; an ordinary admonition is."""
+    text = MYST_HEADER + textwrap.dedent('''
+        # A
+
+        Four words of prose.
+
+        ````{admonition} Evidence: a cross-check
+        :class: dropdown evidence
+
+        These seven words are for the expert, and {claim}`planted-two` too.
+
+        ```{math}
+        x = 1
+        ```
+        ````
+
+        ```{note}
+        Three noted words.
+        ```
+
+        ```{code-cell} python3
+        :tags: [hide-input]
+        assert 1 == 1
+        claims.claim("planted-two", "Hidden.", verdict=claims.holds_if(True))
+        ```
+        ''')
+    path = tmp_path / "a.md"
+    path.write_text(text)
+    s = reading.chapter_stats(path)
+    assert s.prose_words == 1 + 4 + 3 and s.claim_words == 0
+    assert s.evidence == 1 and s.equations == 0
+    assert (s.code_lines, s.checking_lines) == (0, 0)
+    text_without = text.replace(":class: dropdown evidence", ":class: dropdown")
+    path.write_text(text_without)
+    assert reading.chapter_stats(path).prose_words > s.prose_words + 7
+
+
 @pytest.mark.parametrize("sentence", [
     "Run `make book` first.", "It is in `results/training-long.json`.",
     "`python -m attnclust reproduce` redraws them.", "It is too long for the book's build.",

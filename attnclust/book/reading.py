@@ -12,6 +12,12 @@ jupytext cells, ``split_fences`` of ``attnclust.assignments.markdown``, ``toc_ch
 narrative, exercises, solutions and check cells are told apart as the editions tell them apart.
 What each measure counts:
 
+- **the evidence layer** is not on the main path: an admonition of class ``evidence``
+  (collapsed: ``:class: dropdown evidence``, titled "Evidence: ...") holds what an expert
+  checks and a learner may skip (cross-checks beyond the one that teaches, sampler checks,
+  forensics, provenance, statistical detail), and the code that only checks or records is in
+  cells whose input is hidden (:data:`HIDDEN_TAGS`). Neither is counted below; **evidence
+  blocks** counts the admonitions.
 - **prose words**: the words of the narrative Markdown (headings, paragraphs, lists, tables,
   the bodies and titles of directives such as ``{prf:theorem}`` or ``{note}``), not exercise
   statements nor solutions (work, not reading), not code (code cells, fenced code blocks,
@@ -51,7 +57,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
+__all__ = ["EVIDENCE_CLASS", "GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
            "ChapterStats", "Goal", "book_stats", "chapter_stats", "compute_seconds",
            "ledger_sentences", "main_path", "table", "tooling_sentences"]
 
@@ -137,6 +143,7 @@ class ChapterStats:
     figures: int = 0
     equations: int = 0
     exercises: int = 0
+    evidence: int = 0  # evidence blocks, not on the main path
     sentences: int = 0
     tooling: list[str] = field(default_factory=list)  # the tooling sentences
     first_figure_word: int | None = None
@@ -226,6 +233,15 @@ class _Prose:
     text: str = ""
     equations: int = 0
     figures: int = 0
+    evidence: int = 0
+
+
+EVIDENCE_CLASS = "evidence"
+"""The class of an admonition of the evidence layer (see the module docstring)."""
+
+
+def _is_evidence(part) -> bool:
+    return part.name == "admonition" and EVIDENCE_CLASS in part.options.get("class", "").split()
 
 
 def _reduce(markdown: str) -> _Prose:
@@ -240,6 +256,8 @@ def _reduce(markdown: str) -> _Prose:
         if isinstance(part, Fenced):
             if part.name == "math":
                 out.equations += 1
+            elif _is_evidence(part):
+                out.evidence += 1
             elif part.name in _FIGURE_FENCES:
                 out.figures += 1
                 inner = _reduce(part.body)  # its caption
@@ -252,6 +270,7 @@ def _reduce(markdown: str) -> _Prose:
                 parts.append((part.arg + "\n\n" if part.arg else "") + inner.text)
                 out.equations += inner.equations
                 out.figures += inner.figures
+                out.evidence += inner.evidence
             continue
         text = _COMMENT.sub("", _TARGET.sub("", part))
         out.equations += len(_DISPLAY.findall(text)) + len(_AMS.findall(text))
@@ -421,6 +440,7 @@ def chapter_stats(path: str | Path, part: str | None = None,
         if p.kind == "text":
             prose = _reduce(p.source)
             stats.equations += prose.equations
+            stats.evidence += prose.evidence
             chunks = prose.text.split(_FIGURE_MARK)
             for i, chunk in enumerate(chunks):
                 if i > 0:
@@ -501,6 +521,7 @@ _ROWS = (
     ("first figure at word", "first_figure_word", "{}"),
     ("display equations", "equations", "{:d}"),
     ("exercises", "exercises", "{:d}"),
+    ("evidence blocks (not on the main path)", "evidence", "{:d}"),
     ("tooling sentences", "tooling_sentences", "{:d}"),
     ("tooling sentences, %", "tooling_share", "{:.1f}"),
 )
