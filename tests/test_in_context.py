@@ -158,7 +158,9 @@ def test_stored_experiment_has_every_method_on_the_same_prompts():
     names = list(T.COMPARED) + [f"{stem}, seed {i}" for stem in T.VARIANTS.values() for i in range(seeds)]
     assert sorted(data["scores"]) == sorted(names)
     for name in names:
-        assert len(data["scores"][name]["ari"]) == len(data["scores"][name]["distortion"]) == data["n"]
+        sc = {k: np.asarray(data["scores"][name][k]) for k in T.METRICS}
+        assert all(x.shape == (data["n"],) for x in sc.values())
+        np.testing.assert_allclose(sc["spread"] + sc["bias"], sc["distortion"], rtol=1e-4)
         m = data["summary"]["methods"][name]
         assert m["oracle"] == (name not in (B.KMEANS, B.EM, B.IDENTITY))
         assert m["distortion"]["low"] <= m["distortion"]["estimate"] <= m["distortion"]["high"]
@@ -172,6 +174,20 @@ def test_stored_experiment_has_every_method_on_the_same_prompts():
     assert pd.wins + pd.losses + pd.ties == data["n"]
 
 
+def test_spread_and_bias_split_the_distortion():
+    p = B.in_context_prompts(jax.random.PRNGKey(0), 2, 3, 2.0, 0.5, 3, 10)
+    own = p.own_centroids()
+    spread, bias = T.spread_and_bias(own, p)          # the centroids themselves: nothing to split
+    assert np.all(spread == 0) and np.allclose(bias, 0)
+    spread, bias = T.spread_and_bias(p.X, p)          # the raw tokens: mostly spread
+    np.testing.assert_allclose(spread + bias, np.mean(np.sum((p.X - own) ** 2, -1), -1), rtol=1e-6)
+    assert np.all(spread > bias)
+    shifted = own + 1.0                                # every point moved by (1, 1, 1): all bias
+    spread, bias = T.spread_and_bias(shifted, p)
+    np.testing.assert_allclose(bias, 3.0, rtol=1e-6)
+    np.testing.assert_allclose(spread, 0, atol=1e-10)
+
+
 @pytest.mark.integration
 def test_experiment_at_test_size():
     data = T.trained_in_context("test")
@@ -181,7 +197,7 @@ def test_experiment_at_test_size():
     fit = ic.fit_in_context(jax.random.split(jax.random.PRNGKey(3030), s["seeds"]), residual=True,
                             steps=s["steps"], batch=s["batch"], lr=T.LR, record_every=s["record_every"])
     np.testing.assert_allclose(data["fits"]["residual"]["A"], fit.params.A, rtol=1e-5)
-    prompts = B.in_context_prompts(jax.random.PRNGKey(3031), T.K, T.D, T.R, T.SIGMA, s["n"], T.L)
+    prompts = T.held_out_prompts("test")
     Z = np.asarray(ic.in_context_layer(fit.layer(0), prompts.X), np.float64)
     D = np.mean(np.sum((Z - prompts.own_centroids()) ** 2, -1), -1)
     np.testing.assert_allclose(data["scores"][f"{T.TRAINED}, seed 0"]["distortion"], D, rtol=1e-5)
