@@ -12,6 +12,7 @@ here imports either. The core's modules build on one another in one direction (a
     attention -> train
     general_mixture -> train
     baselines -> temperature
+    train -> in_context
 
 and ``attention`` (the layers), ``stats`` and ``digits`` import none of the others
 (``setting``, the default setting, only the validators). The layers, the large-L limits,

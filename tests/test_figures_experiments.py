@@ -13,7 +13,7 @@ from attnclust.book.figures import FIGURES, names
 from attnclust.book.figures import beyond, digits, icq
 
 ICQ = ("icq-distortion", "icq-sure", "icq-benchmark", "icq-regimes", "icq-sweeps", "icq-sweeps-unequal", "icq-cost",
-       "icq-stack", "icq-flatten")
+       "icq-stack", "icq-flatten", "icq-trained-in-context")
 BEYOND = ("beyond-settings", "beyond-variances", "beyond-digits", "beyond-digits-ten")
 
 
@@ -43,7 +43,8 @@ def test_every_figure_draws_at_test_size():
     res = icq.results("test")
     assert np.all(res["D_bound"] >= res["D_exact"])
     for f in (icq.distortion_vs_lam, icq.sure_curves, icq.benchmark_forest, icq.regimes, icq.sweeps_equal,
-              icq.sweeps_unequal, icq.cost, icq.stacked_layers, icq.flattened_clouds, digits.pairs, digits.ten):
+              icq.sweeps_unequal, icq.cost, icq.stacked_layers, icq.flattened_clouds, icq.trained_in_context,
+              digits.pairs, digits.ten):
         fig = f(size="test")
         assert isinstance(fig, plt.Figure)
         plt.close(fig)

@@ -456,3 +456,49 @@ def flattened_clouds(size: str = "small"):
     axes[0].set_ylabel("orthogonal, in the plane")
     axes[2].set_ylabel("orthogonal, in the plane")
     return fig
+
+
+@register("icq-trained-in-context", chapter="icq_experiments",
+          description="An attention layer trained in context minus identity attention, k-means and EM, paired, "
+                      "from attnclust/book/results/icq-trained-in-context.json")
+@styled
+def trained_in_context(size: str = "small"):
+    """The layer trained in context (label-trained; with and without its residual, per-prompt
+    scores averaged over the training seeds) minus each compared method on the same held-out
+    prompts: ARI (top) and distortion over the noise floor (bottom), paired bootstrap 95%
+    intervals; from the committed results file."""
+    from matplotlib.ticker import MaxNLocator
+
+    from attnclust.book.experiments import icq_trained as Tr
+
+    data = Tr.stored().data
+    others = {B.IDENTITY: "identity, SURE's $\\lambda$", B.ORACLE_BEST: "oracle: identity,\nbest $\\lambda$",
+              B.KMEANS: "k-means", B.EM: "EM"}
+    variants = (("residual", "tab:red", "X", -0.12, "with residual"),
+                ("no_residual", "tab:orange", "o", 0.12, "without residual"))
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharey=True)
+    for ax, metric, scale, label in ((axes[0], "ari", 1.0, "ARI difference (paired, 95% CI)"),
+                                     (axes[1], "distortion", data["noise_floor"],
+                                      "distortion difference / noise floor (paired, 95% CI)")):
+        for variant, colour, marker, dy, name in variants:
+            for i, other in enumerate(others):
+                iv = Tr.paired(data, variant, other, metric).difference
+                ax.errorbar([iv.estimate / scale], [i + dy], xerr=[[(iv.estimate - iv.low) / scale],
+                                                                   [(iv.high - iv.estimate) / scale]],
+                            fmt=marker, color=colour, mec="k", capsize=3,
+                            label=f"trained in context, {name}" if i == 0 else None)
+        ax.axvline(0.0, color="0.4", lw=0.8)
+        ax.set_yticks(range(len(others)), list(others.values()))
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.set_xlabel(label)
+    for i, other in enumerate(others):
+        if data["summary"]["methods"][other]["oracle"]:
+            for ax in axes:
+                ax.axhspan(i - 0.5, i + 0.5, color="0.92", zorder=0)
+    axes[0].invert_yaxis()
+    axes[0].set_title("trained layer minus the method, same prompts")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=1)
+    s = data["setting"]
+    fig.suptitle(f"{data['n']} held-out prompts, K={s['K']}, d={s['d']}, L={s['L']}; "
+                 f"{data['train']['seeds']} training seeds")
+    return fig
