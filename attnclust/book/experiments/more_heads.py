@@ -42,7 +42,7 @@ from attnclust.setting import DEFAULT
 from attnclust.train import FitResult, draw_from_mixture, fit_sampler, init_theta, risk_loss
 
 __all__ = [
-    "HEADS", "SEED", "ALIGNED_COS", "SHRUNK", "SIZES", "HeadRuns", "heldout_risk", "outside_dimensions",
+    "HEADS", "SEED", "ALIGNED_COS", "SHRUNK", "NOISE_HEAD", "SIZES", "HeadRuns", "heldout_risk", "outside_dimensions",
     "train_nested", "more_heads", "experiment", "stored", "MoreHeads",
 ]
 
@@ -59,6 +59,10 @@ SHRUNK = 0.1
 """An extra head counts as shrunk when its norm is below this fraction of the median norm of
 the heads matched to a centroid."""
 
+NOISE_HEAD = 0.1
+"""A head counts as a noise head when less than this fraction of its norm lies in the
+centroids' plane (``HeadRuns.in_plane``): it reconstructs directions of pure noise only."""
+
 SIZES: dict[str, dict] = {
     # the committed run: 32 seeds per number of heads at the small and the long budget
     # (the budgets' own steps), 512 held-out prompts, BFGS from every long run
@@ -74,7 +78,7 @@ def _mixture():
 
 
 def outside_dimensions(theta: Float[ArrayLike, "*b H d"], centroids: Float[ArrayLike, "K d"],
-                       tol: float = 1e-6) -> np.ndarray:
+                       tol: float = 1e-6) -> Float[np.ndarray, "*b"]:
     """How many dimensions the heads' span reaches outside the centroids' span:
     ``trace(P (I - Q))`` with ``P`` the projection on span(theta_1..theta_H) and ``Q`` the one on
     span(mu_1..mu_K). It is ``rank(theta) - K`` when the heads' span holds every centroid, and
@@ -87,7 +91,7 @@ def outside_dimensions(theta: Float[ArrayLike, "*b H d"], centroids: Float[Array
             their span.
 
     Returns:
-        ``(...)`` float64.
+        ``(...)`` float64 (a 0-d array for one set of heads).
     """
     theta = np.asarray(theta, np.float64)
     q_mu, _ = np.linalg.qr(np.asarray(centroids, np.float64).T)  # (d, K)
@@ -95,7 +99,7 @@ def outside_dimensions(theta: Float[ArrayLike, "*b H d"], centroids: Float[Array
     keep = s > tol * s[..., :1]
     rank = keep.sum(-1)
     inside = np.sum(keep[..., None, :] * (np.swapaxes(q_mu, 0, 1) @ u) ** 2, axis=(-2, -1))
-    return rank - inside
+    return np.asarray(rank - inside, np.float64)
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,11 @@ class HeadRuns:
         q, _ = np.linalg.qr(self.centroids.T)
         th = self._heads(large_L)
         return np.linalg.norm(th @ q, axis=-1) / np.linalg.norm(th, axis=-1)
+
+    def noise_heads(self, large_L: bool = False) -> np.ndarray:
+        """``(S, H)`` the heads with less than ``NOISE_HEAD`` of their norm in the centroids'
+        plane."""
+        return self.in_plane(large_L) < NOISE_HEAD
 
     def shrunk(self, large_L: bool = False) -> np.ndarray:
         """``(S, H)`` the extra heads whose norm is below ``SHRUNK`` times the median norm of
