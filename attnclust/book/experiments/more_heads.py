@@ -18,7 +18,7 @@ batches and learning rate, ten times the steps), and measures what the heads do:
   runs BFGS on the large-L risk finds the local minimiser each run leads to
   (``stationary.large_L_minimiser``).
 
-It takes about ten minutes on a 2-core CPU, so it is a committed experiment
+It takes five to ten minutes on a 2-core CPU (5 min measured alone), so it is a committed experiment
 (``python -m attnclust experiment beyond-more-heads``, written to
 ``attnclust/book/results/beyond-more-heads.json``), read by the chapter with ``stored``.
 """
