@@ -14,7 +14,7 @@ from attnclust.book.figures import beyond, digits, icq
 
 ICQ = ("icq-distortion", "icq-sure", "icq-benchmark", "icq-regimes", "icq-sweeps", "icq-sweeps-unequal", "icq-cost",
        "icq-stack", "icq-flatten", "icq-trained-in-context")
-BEYOND = ("beyond-settings", "beyond-variances", "beyond-digits", "beyond-digits-ten")
+BEYOND = ("beyond-settings", "beyond-variances", "beyond-heads", "beyond-digits", "beyond-digits-ten")
 
 
 def test_registered_with_chapters():
@@ -52,6 +52,32 @@ def test_every_figure_draws_at_test_size():
         fig = f(size="test")
         assert isinstance(fig, plt.Figure)
         plt.close(fig)
+
+
+def test_more_heads_draws_every_head_of_every_seed():
+    """beyond-heads: one panel per H > K and budget, one point per head and seed at its
+    |cos| with the nearest centroid (in [0, 1], inside the axes), the extra heads as their
+    own series, the threshold of alignment drawn, and a colour bar for the norms."""
+    from matplotlib.collections import PathCollection
+
+    from attnclust.book.experiments import more_heads as mh
+
+    runs = mh.stored().runs
+    fig = beyond.more_heads()
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4 and len(fig.axes) == 5
+    for ax in panels:
+        H = int(ax.get_title().split("=")[1].split(",")[0])
+        steps = int(ax.get_title().split(",")[1].split()[0])
+        r = next(x[H] for x in runs.values() if x[H].steps == steps)
+        matched, extra = [c for c in ax.collections if isinstance(c, PathCollection)]
+        assert len(extra.get_offsets()) == r.seeds * (H - 2) and len(matched.get_offsets()) == r.seeds * 2
+        y = np.concatenate([np.asarray(c.get_offsets())[:, 1] for c in (matched, extra)])
+        np.testing.assert_allclose(np.sort(y), np.sort(r.nearest().ravel()))
+        lo, hi = ax.get_ylim()
+        assert 0 <= lo and hi >= 1 and np.all((y >= lo) & (y <= hi))
+        assert any(np.allclose(line.get_ydata(), mh.ALIGNED_COS) for line in ax.get_lines())
+    plt.close(fig)
 
 
 def test_digits_pair_matrix_holds_every_pair_once():

@@ -135,6 +135,11 @@ PAPER: dict[str, PaperClaim] = {
         "centroid.",
         "Not a claim of the paper (its layer has two heads for two centroids): an extension "
         "the book tests, the paper's alignment claim with more centroids and heads."),
+    "more-heads": PaperClaim(
+        "With more heads than centroids, minimising the risk still aligns a head with each "
+        "centroid.",
+        "Not a claim of the paper (its layer has as many heads as centroids): an extension the "
+        "book tests, the paper's alignment claim with H > K heads."),
     "other-mixtures": PaperClaim(
         "The alignment persists for unequal weights, unequal or anisotropic variances, "
         "centroids at an angle and centred mixtures.",

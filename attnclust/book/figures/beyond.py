@@ -3,7 +3,8 @@
 The real-data section's figures (scikit-learn's digits) are in ``figures.digits``.
 
 The settings' experiments are computed by ``attnclust.book.experiments.beyond`` (the training, 16
-seeds per setting, from its committed results file).
+seeds per setting, from its committed results file); the section "More heads than clusters"
+draws the committed runs of ``attnclust.book.experiments.more_heads``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from functools import lru_cache
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import Normalize
+from matplotlib.lines import Line2D
 
 from attnclust.book.experiments import beyond as ex
+from attnclust.book.experiments import more_heads as mh
 from attnclust.book.figures._registry import register
 from attnclust.book.figures._style import WIDTH, styled
-
 
 
 @lru_cache(maxsize=None)
@@ -82,4 +85,44 @@ def variances(size: str = "small"):
     ax.set_ylabel("distortion")
     ax.legend()
     ax.set_title("Unequal variances ($\\sigma_1=0.3$, $\\sigma_2=0.7$)")
+    return fig
+
+
+@register("beyond-heads", chapter="beyond",
+          description="More heads than clusters: each head's |cos| with its nearest centroid and its norm, per seed")
+@styled
+def more_heads(size: str = "small"):
+    """H = 3 and H = 4 heads trained on the K = 2 mixture (rows) at the small and the long
+    budget (columns), from the committed runs: for every seed (x), each head's ``|cos|``
+    with its nearest centroid (y), coloured by the head's norm, circles for the heads matched
+    to a centroid and triangles for the extra heads; the book's threshold of alignment and the
+    median of the H = 2 runs as lines. ``size`` is not used (the runs are committed)."""
+    runs = mh.stored().runs
+    budgets = [b for b in ("small", "long") if b in runs]
+    Hs = [H for H in sorted(runs[budgets[0]]) if H > 2]
+    norms = np.concatenate([runs[b][H].norms().ravel() for b in budgets for H in Hs])
+    scale = Normalize(float(norms.min()), float(norms.max()))
+    ref = float(np.median(runs[budgets[0]][2].nearest()))
+    fig, axes = plt.subplots(len(Hs), len(budgets), figsize=(WIDTH, 5.6), sharex=True, sharey=True, squeeze=False)
+    for i, H in enumerate(Hs):
+        for j, b in enumerate(budgets):
+            r, ax = runs[b][H], axes[i, j]
+            near, extra, n = r.nearest(), r.extra(), r.norms()
+            seed = np.broadcast_to(np.arange(r.seeds)[:, None], near.shape)
+            for mask, marker in ((~extra, "o"), (extra, "^")):
+                dots = ax.scatter(seed[mask], near[mask], c=n[mask], cmap="viridis", norm=scale, marker=marker,
+                                  s=22, edgecolors="black", linewidths=0.3)
+            ax.axhline(mh.ALIGNED_COS, ls="--", color="tab:red", lw=1.0)
+            ax.axhline(ref, ls=":", color="dimgray", lw=1.0)
+            ax.set_title(f"H = {H}, {r.steps} steps")
+            ax.set_ylim(0, 1.03)
+        axes[i, 0].set_ylabel("|cos| with the\nnearest centroid")
+    for ax in axes[-1]:
+        ax.set_xlabel("seed")
+    fig.colorbar(dots, ax=axes, label="norm of the head", shrink=0.8)
+    handles = [Line2D([], [], ls="", marker="o", mfc="lightgray", mec="black", label="head matched to a centroid"),
+               Line2D([], [], ls="", marker="^", mfc="lightgray", mec="black", label="extra head"),
+               Line2D([], [], ls="--", color="tab:red", label=f"|cos| = {mh.ALIGNED_COS:g} (aligned)"),
+               Line2D([], [], ls=":", color="dimgray", label="H = 2, median")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2)
     return fig
