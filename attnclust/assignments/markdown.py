@@ -318,6 +318,9 @@ def to_jupyter(text: str, refs: References | None = None) -> str:
             out.append(_quote(f"**{_result_name(part)}.**", to_jupyter(part.body, refs)))
         elif part.name == "bibliography":
             continue
+        elif part.name == "admonition":  # an evidence block, a note: its title in bold, quoted
+            title = render_roles(part.arg, refs) if part.arg else "Note"
+            out.append(_quote(f"**{title}.**", to_jupyter(part.body, refs)))
         else:
             out.append(part.raw)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
