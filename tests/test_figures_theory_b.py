@@ -20,6 +20,8 @@ FIGURE_CHAPTERS = {
     "distortion-lambda": "quantization",
     "distortion-scaling": "quantization",
     "identity-fixed-points": "quantization",
+    "identity-limit-terms": "quantization",
+    "identity-limit-rate": "quantization",
 }
 
 
@@ -119,3 +121,46 @@ def test_fixed_points_data_marks_where_the_first_coordinate_reaches_r():
     assert fp["split"][0] == pytest.approx(d["r"], abs=1e-9) and lam_r > d["lam_critical"]
     # on the plotted branch the first coordinate is below r before lam_r and above it after
     assert np.all(d["split"][d["lam"] < lam_r, 0] < d["r"]) and np.all(d["split"][d["lam"] > lam_r, 0] > d["r"])
+
+
+def test_identity_limit_terms_shows_what_the_caption_says():
+    """The images are Q_inf of the tokens (the library's limit and the proposition's formula),
+    closer to the own centroid on average than the tokens; the weights sum to one, cross one
+    half at the midpoint of the centroids, and at a centroid give the other one
+    logistic(-lam r^2); the tokens sent closer to the other centroid lie near the boundary."""
+    d = fq.identity_limit_terms_data()
+    mix = ac.orthogonal_mixture(K=2, d=2, r=d["r"], sigma=d["sigma"])
+    np.testing.assert_allclose(d["Q"], np.asarray(ac.identity_limit(d["X"], mix, d["lam"])), atol=1e-5)
+    np.testing.assert_allclose(d["Q"], d["shrink"] * d["X"] + d["alpha"] @ d["centroids"], atol=1e-5)
+    assert d["shrink"] == pytest.approx(d["lam"] * d["sigma"] ** 2)
+    np.testing.assert_allclose(d["alpha"].sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(d["line_alpha"].sum(-1), 1.0, rtol=1e-12)
+    mid = np.argmin(np.abs(d["line_t"] - 0.5))
+    assert d["line_alpha"][mid, 0] == pytest.approx(0.5, abs=1e-2)
+    assert np.all(np.diff(d["line_alpha"][:, 0]) > 0)  # alpha_1 rises from mu_2 to mu_1
+    assert d["beta_centroid"] == pytest.approx(1 / (1 + np.exp(d["lam"] * d["r"] ** 2)), rel=1e-9)
+    assert d["D_images"] < d["D_tokens"]
+    own = d["centroids"][d["labels"]]
+    assert d["D_tokens"] == pytest.approx(np.mean(np.sum((d["X"] - own) ** 2, -1)))
+    wrong = d["misassigned"]
+    assert 0 < wrong.sum() < 0.05 * len(wrong)
+    assert d["boundary_distance"][wrong].max() < 0.5 * np.median(d["boundary_distance"])
+    assert np.all(d["beta"][wrong] > 0.4)  # they give the other centroid nearly half or more
+
+
+def test_identity_limit_terms_figure_builds():
+    fig = make("identity-limit-terms")
+    assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
+    assert _data_count(fig) > 100
+    plt.close(fig)
+
+
+@pytest.mark.slow
+def test_identity_limit_rate_data_is_the_measurement_per_seed():
+    d = fq.identity_limit_rate_data()
+    assert d["error"].shape == (len(d["seeds"]), len(d["L"]))
+    first = fq.identity_limit_error(jax.random.PRNGKey(int(d["seeds"][0])), ac.orthogonal_mixture(), d["lam"],
+                                    d["L"], n_queries=d["queries"])
+    np.testing.assert_allclose(d["error"][0], first["error"], rtol=1e-6)
+    np.testing.assert_allclose(d["slope"][0], np.polyfit(np.log(d["L"]), np.log(d["error"][0]), 1)[0])
+    assert np.all(d["slope"] < 0) and abs(d["slope"].mean() + 0.5) < 0.15

@@ -1,17 +1,26 @@
 """Figures of the chapter "In-context quantization with identity attention", and the two
 finite-L measurements they use (``finite_L_distortion``, ``identity_limit_error``).
 
+- ``identity-limit-terms``: what the large-L limit Q_inf does to the tokens of a
+  two-component mixture in the plane (:func:`identity_limit_terms_data`): each token is
+  pulled towards its own cluster's (displaced) centre, and the weights alpha_c(z) along the
+  line between the centroids show the misassignment near the boundary.
+- ``identity-limit-rate``: how fast identity attention on a finite prompt approaches that
+  limit (:func:`identity_limit_rate_data`, built on ``identity_limit_error``).
+
 The large-L curves come from ``attnclust.symbolic`` (exact distortion by quadrature and
 its bound); the finite-L points from ``identity_attention`` on sampled prompts.
 """
 
 from __future__ import annotations
 
+import inspect
 from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
+from matplotlib.collections import LineCollection
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 import numpy as np
 from jaxtyping import PRNGKeyArray
@@ -22,6 +31,7 @@ from attnclust.attention import identity_attend, identity_attention
 from attnclust.limits import identity_limit
 from attnclust.mixture import GaussianMixture, orthogonal_mixture, sample
 from attnclust.book.figures._registry import register
+from attnclust.book.figures.attention import COLOURS
 from attnclust.book.figures._style import WIDTH, styled
 from attnclust.setting import DEFAULT
 from attnclust.book import sizes
@@ -33,6 +43,13 @@ FIXED_POINT_STEPS = 300
 """Iterations of Q_inf from mu_1 behind the circles of ``identity-fixed-points``."""
 SCALING_DIMENSIONS = {"small": (2, 5, 20), "full": (2, 5, 20, 50, 100)}
 """Dimensions of the curves of ``distortion-scaling``, by figure size."""
+LIMIT_TERMS_TOKENS = {"small": 400, "full": 2000}
+"""Tokens drawn for ``identity-limit-terms``, by figure size."""
+LIMIT_TERMS_SEED = 431
+"""The stream of the tokens of ``identity-limit-terms``."""
+LIMIT_TERMS_SETTING = dict(r=DEFAULT.r, sigma=0.6, lam=0.6)
+"""The mixture (d = 2, equal weights, mu_c = r e_c) and temperature of ``identity-limit-terms``:
+noisier than the default, so that some tokens lie near the boundary between the clusters."""
 
 
 def _check_size(size: str) -> None:
@@ -238,4 +255,158 @@ def fixed_points(size: str = "small") -> plt.Figure:
     ax.set_xlabel(r"$\lambda$")
     ax.set_ylabel("coordinate of the fixed point")
     fig.legend(frameon=False, loc="outside lower center", ncols=2)
+    return fig
+
+
+@lru_cache(maxsize=None)
+def identity_limit_terms_data(size: str = "small") -> dict:
+    """Tokens of a two-component mixture in the plane (d = 2, equal weights, mu_c = r e_c,
+    r and sigma of ``LIMIT_TERMS_SETTING``) and their images under the large-L limit
+    Q_inf(z) = lam sigma^2 z + sum_c alpha_c(z) mu_c (``identity_limit``; prop-identity-limit,
+    chapters/quantization.md) at the lam of ``LIMIT_TERMS_SETTING``, with the weights alpha_c
+    along the line z(t) = mu_2 + t (mu_1 - mu_2) through the centroids.
+
+    Returns:
+        A dict with ``X`` (n, 2) the tokens, ``labels`` (n,), ``centroids`` (2, 2), ``Q``
+        (n, 2) their images, ``alpha`` (n, 2) their weights, ``beta`` (n,) each token's weight
+        on the other centroid (1 - alpha of its own), ``t`` (n,) each token's position along
+        the line (its projection: 0 at mu_2, 1 at mu_1), ``line_t`` (m,) and ``line_alpha``
+        (m, 2) the weights on the line, ``misassigned`` (n,) whether a token's image is closer to
+        the other centroid than to its own, ``boundary_distance`` (n,) each token's distance to
+        the boundary alpha_1 = alpha_2 (the bisector of the centroids: equal weights and equal
+        norms), ``lam``, ``r``, ``sigma``, ``shrink`` = lam sigma^2,
+        ``beta_centroid`` the weight a centroid gives the other one, and the mean squared
+        distances to the token's own centroid of the tokens (``D_tokens``) and of their
+        images (``D_images``).
+    """
+    _check_size(size)
+    r, sigma, lam = (LIMIT_TERMS_SETTING[k] for k in ("r", "sigma", "lam"))
+    mix = orthogonal_mixture(K=2, d=2, r=r, sigma=sigma)
+    X, labels = sample(jax.random.PRNGKey(LIMIT_TERMS_SEED), mix, 1, LIMIT_TERMS_TOKENS[size])
+    X, labels = np.asarray(X[0], np.float64), np.asarray(labels[0])
+    mu = np.asarray(mix.centroids, np.float64)
+    logw = np.log(np.asarray(mix.weights, np.float64))
+
+    def weights(Z):
+        s = logw + lam * Z @ mu.T
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    Q = np.asarray(identity_limit(X, mix, lam), np.float64)
+    alpha = weights(X)
+    gap = mu[0] - mu[1]
+    line_t = np.linspace(-0.35, 1.35, 201)
+    line = mu[1] + line_t[:, None] * gap
+    own, other = mu[labels], mu[1 - labels]
+    return {
+        "X": X, "labels": labels, "centroids": mu, "Q": Q, "alpha": alpha,
+        "beta": 1 - alpha[np.arange(len(labels)), labels],
+        "misassigned": np.linalg.norm(Q - other, axis=-1) < np.linalg.norm(Q - own, axis=-1),
+        "boundary_distance": np.abs(X @ gap) / np.linalg.norm(gap),
+        "t": (X - mu[1]) @ gap / (gap @ gap), "line_t": line_t, "line_alpha": weights(line),
+        "lam": float(lam), "r": float(r), "sigma": float(sigma), "shrink": float(lam * sigma**2),
+        "beta_centroid": float(weights(mu[:1])[0, 1]),
+        "D_tokens": float(np.mean(np.sum((X - own) ** 2, -1))),
+        "D_images": float(np.mean(np.sum((Q - own) ** 2, -1))),
+    }
+
+
+@register("identity-limit-terms", chapter=CHAPTER)
+@styled
+def identity_limit_terms(size: str = "small") -> plt.Figure:
+    """Left: tokens of a two-component mixture in the plane (hollow), each joined to its
+    image under Q_inf (filled; in black the tokens whose image is closer to the other
+    centroid), the centroids (crosses) and the displaced centres (1 + lam sigma^2) mu_c (plus
+    signs), the boundary where alpha_1 = alpha_2 (dashed). Right:
+    the weights alpha_1, alpha_2 along the line from mu_2 to mu_1, with the tokens' positions
+    on that line (ticks, by component)."""
+    D = identity_limit_terms_data(size)
+    X, Q, lab, mu = D["X"], D["Q"], D["labels"], D["centroids"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(WIDTH, 3.2), width_ratios=(1, 1.25))
+    wrong = D["misassigned"]
+    a.add_collection(LineCollection(np.stack([X, Q], 1)[~wrong], colors="0.65", linewidths=0.6, zorder=1))
+    a.add_collection(LineCollection(np.stack([X, Q], 1)[wrong], colors="black", linewidths=1.2, zorder=4))
+    for c in range(2):
+        sel = lab == c
+        a.scatter(X[sel, 0], X[sel, 1], s=10, facecolors="none", edgecolors=COLOURS[c], linewidths=0.6,
+                  alpha=0.7, zorder=2)
+        a.scatter(Q[sel, 0], Q[sel, 1], s=6, color=COLOURS[c], zorder=3)
+    a.scatter(*mu.T, marker="x", s=60, color="black", linewidths=1.5, zorder=5, label=r"centroid $\mu_c$")
+    a.scatter(*((1 + D["shrink"]) * mu).T, marker="+", s=90, color="black", linewidths=1.5, zorder=5,
+              label=r"$(1+\lambda\sigma^2)\mu_c$")
+    lo, hi = min(X.min(), Q.min()) - 0.3, max(X.max(), Q.max()) + 0.3
+    a.plot([lo, hi], [lo, hi], color="0.4", lw=0.8, ls="--", zorder=0)
+    a.set_xlim(lo, hi)
+    a.set_ylim(lo, hi)
+    a.set_aspect("equal")
+    a.set_xlabel("first coordinate")
+    a.set_ylabel("second coordinate")
+    a.legend(frameon=False, loc="lower left", handletextpad=0.1, borderaxespad=0.1)
+    t = D["line_t"]
+    for c, name in ((0, r"$\alpha_1$"), (1, r"$\alpha_2$")):
+        b.plot(t, D["line_alpha"][:, c], "-", color=COLOURS[c], label=name)
+        sel = lab == c
+        b.plot(D["t"][sel], np.full(sel.sum(), -0.06 - 0.06 * c), "|", color=COLOURS[c], ms=6, alpha=0.6)
+    b.axvline(0.5, color="0.4", lw=0.8, ls="--")
+    b.set_xticks([0, 0.5, 1], [r"$\mu_2$", "midpoint", r"$\mu_1$"])
+    b.set_ylim(-0.16, 1.04)
+    b.set_yticks([0, 0.5, 1])
+    b.set_xlabel("position between the centroids")
+    b.set_ylabel(r"weight $\alpha_c(z)$")
+    b.legend(frameon=False, loc="center right")
+    return fig
+
+
+LIMIT_RATE = {"small": dict(L=(100, 1_000, 10_000), seeds=tuple(range(100, 116))),
+              "full": dict(L=(100, 1_000, 10_000, 100_000), seeds=tuple(range(100, 116)))}
+"""Prompt lengths and seeds (one stream each) of ``identity-limit-rate``, by figure size."""
+
+
+@lru_cache(maxsize=None)
+def identity_limit_rate_data(size: str = "small") -> dict:
+    """How fast identity attention approaches its large-L limit (prop-identity-limit,
+    chapters/quantization.md): :func:`identity_limit_error` for the default mixture at
+    lam = ``DEFAULT.lam``, one run per seed of ``LIMIT_RATE[size]`` (fresh queries and
+    prompts for each), and each run's log-log slope against L.
+
+    Returns:
+        A dict with ``L`` (m,), ``seeds`` (n,), ``lam``, ``queries`` (per run), ``error``
+        (n, m) the mean distance of each run at each L, and ``slope`` (n,) each run's fitted
+        log-log slope.
+    """
+    _check_size(size)
+    spec = LIMIT_RATE[size]
+    mix = orthogonal_mixture(**DEFAULT.mixture_args())
+    lam = DEFAULT.lam
+    err = np.array([identity_limit_error(jax.random.PRNGKey(s), mix, lam, list(spec["L"]))["error"]
+                    for s in spec["seeds"]])
+    logL = np.log(np.asarray(spec["L"], float))
+    slope = np.array([np.polyfit(logL, np.log(e), 1)[0] for e in err])
+    queries = inspect.signature(identity_limit_error).parameters["n_queries"].default
+    return {"L": np.asarray(spec["L"], int), "seeds": np.asarray(spec["seeds"]), "lam": float(lam),
+            "queries": int(queries), "error": err, "slope": slope}
+
+
+@register("identity-limit-rate", chapter=CHAPTER)
+@styled
+def identity_limit_rate(size: str = "small") -> plt.Figure:
+    """The mean distance between identity attention at prompt length L and its large-L limit,
+    against L on log-log axes: one thin line per seed, their mean (points), and a line of
+    slope -1/2 through the mean's first point (the rate of the central limit theorem)."""
+    D = identity_limit_rate_data(size)
+    L, err = D["L"], D["error"]
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.2))
+    for i, e in enumerate(err):
+        ax.plot(L, e, "-", color="0.75", lw=0.8, label="one seed" if i == 0 else None)
+    mean = err.mean(0)
+    ax.plot(L, mean, "o-", color="C0", label=f"mean over {len(err)} seeds")
+    ax.plot(L, mean[0] * (L / L[0]) ** -0.5, "--", color="black", lw=1.0, label=r"slope $-1/2$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_yticks([0.03, 0.1, 0.3])
+    ax.set_xlabel(r"prompt length $L$")
+    ax.set_ylabel(r"mean $\|Q(z; X) - Q_\infty(z)\|$")
+    ax.legend(frameon=False)
     return fig
