@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnclust import stats
-from attnclust.book import sweeps
+from attnclust.book import sweeps, trend
 from attnclust.book.experiments import stall_rate as sr
 from attnclust.book.experiments import training as tr
 
@@ -29,7 +29,7 @@ def test_counts_rates_trend_and_round_trip():
     assert s.count(50, "other") == 1 and s.count(200, "aligned") == 4
     assert s.rate(50) == stats.binomial_interval(2, 4)
     assert s.difference(200, 50) == stats.rate_difference(0, 4, 2, 4)
-    assert s.trend() == stats.logistic_slope(np.log2([50, 100, 200]), [2, 1, 0], [4, 4, 4])
+    assert s.trend() == trend.logistic_slope(np.log2([50, 100, 200]), [2, 1, 0], [4, 4, 4])
     assert s.trend().estimate < 0
     data = s.as_data()
     assert [row["counts"] for row in data["lengths"]][0] == {"aligned": 1, "between": 2, "other": 1}

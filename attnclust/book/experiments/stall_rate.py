@@ -19,7 +19,7 @@ budget's keys (``PRNGKey(0)``, the chapter's 16 seeds), so the rate at L = 50 he
 independent of the chapter's 16 runs, and the lengths are independent of one another (the
 initial heads and batches of two lengths are separate draws): rates of two lengths are
 compared as independent frequencies (``stats.rate_difference``), and the trend over all
-lengths by a logistic regression on grouped counts (``stats.logistic_slope``).
+lengths by a logistic regression on grouped counts (``attnclust.book.trend.logistic_slope``).
 
 It takes about a quarter of an hour on a 2-core CPU (128 seeds at five lengths), so it is a
 committed experiment (``python -m attnclust experiment training-stall-rate``, written to
@@ -35,7 +35,7 @@ import numpy as np
 
 from attnclust import _validate as v
 from attnclust import stats
-from attnclust.book import results, sizes, sweeps
+from attnclust.book import results, sizes, sweeps, trend
 from attnclust.book.experiments import committed
 from attnclust.book.experiments.training import CLASS_NAMES, Runs, budget_setting, summarise
 
@@ -113,7 +113,7 @@ class StallRate:
     def trend(self, name: str = "between") -> stats.Interval:
         """The logistic-regression slope of the rate of ``name`` against log2 L (the change of
         the log-odds per doubling of the length), with its profile-likelihood 95% interval."""
-        return stats.logistic_slope(np.log2(self.Ls), [self.count(L, name) for L in self.Ls],
+        return trend.logistic_slope(np.log2(self.Ls), [self.count(L, name) for L in self.Ls],
                                     [self.seeds] * len(self.Ls))
 
     def as_data(self) -> dict:
