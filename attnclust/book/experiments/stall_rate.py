@@ -135,6 +135,7 @@ class StallRate:
 
 
 NAME = "training-stall-rate"
+"""The committed experiment's name (its results file is ``results/<NAME>.json``)."""
 
 
 @committed(NAME, sources=("attnclust/book/experiments/training.py", "attnclust/book/sweeps.py",
