@@ -137,14 +137,15 @@ class StallRate:
 NAME = "training-stall-rate"
 """The committed experiment's name (its results file is ``results/<NAME>.json``)."""
 
+SOURCES = tuple(f"attnclust/{m}.py" for m in ("book/experiments/training", "book/sweeps", "train", "mixture", "metrics"))
+"""The library files the runs depend on, beside this module and the default setting."""
 
-@committed(NAME, sources=("attnclust/book/experiments/training.py", "attnclust/book/sweeps.py",
-                          "attnclust/train.py", "attnclust/mixture.py", "attnclust/metrics.py"),
-           description="Close starts at the small budget, 128 seeds at each of five lengths")
+
+@committed(NAME, sources=SOURCES, description="Close starts at the small budget, 128 seeds at each of five lengths")
 def experiment(size: str = "full") -> dict:
-    """The committed close-start runs at ``size`` (``SIZES``)."""
-    cfg = sizes.pick(SIZES, size)
-    runs = {L: close_runs(L, cfg["seeds"], cfg["steps"]) for L in cfg["Ls"]}
+    """The close-start runs at every length of ``SIZES[size]``, as the results file's data."""
+    table = sizes.pick(SIZES, size)
+    runs = {L: close_runs(L, table["seeds"], table["steps"]) for L in table["Ls"]}
     setting = {k: x for k, x in next(iter(runs.values())).setting.items() if k not in ("L", "seed")}
     return StallRate(tuple(runs), setting, np.array([SEED_BASE + L for L in runs]),
                      np.stack([r.codes for r in runs.values()]),
