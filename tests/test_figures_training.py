@@ -10,7 +10,7 @@ from attnclust.book import figures, sweeps
 from attnclust.book.experiments import training as tr
 
 NAMES = ["training-inits", "training-outcomes", "training-landscape", "training-separability",
-         "training-dimension", "training-k-heads", "training-tilt"]
+         "training-dimension", "training-k-heads", "training-tilt", "training-stall-rate"]
 
 
 def test_registered_for_the_chapter():

@@ -14,6 +14,9 @@ results files read by ``attnclust.book.experiments.training.stored_long`` and
   committed longer one;
 - ``training-landscape``: the smallest Hessian eigenvalue of R_L against L at the split
   point (K = 2) and the symmetric point (K = 3), with R_inf as the limit;
+- ``training-stall-rate``: the close start's stall rate against L with exact binomial
+  intervals (committed runs, ``experiments.stall_rate``), beside the length where the split
+  point turns from a local minimum of R_L into a saddle;
 - ``training-separability``: the same curves and final ``|cos|`` for several r / sigma;
 - ``training-dimension``: for several d (learning rate scaled as 1/sqrt(d));
 - ``training-k-heads``: K = 3 centroids with 3 heads, against the two large-L points;
@@ -150,6 +153,57 @@ def training_landscape(size: str = "small") -> matplotlib.figure.Figure:
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
+
+@register("training-stall-rate", chapter="training_dynamics")
+@styled
+def training_stall_rate(size: str = "small") -> matplotlib.figure.Figure:
+    """How often the close start stalls (ends between the centroids) against the prompt
+    length L at the small budget, with the exact binomial 95% interval of each rate (the
+    committed runs of ``experiments.stall_rate``, the same at both sizes), and the runs that
+    end elsewhere; beside them the long budget's stall rate at L = 50 and at the longer length
+    of ``experiments.stall_length`` (committed), and the length where the split point's
+    smallest Hessian eigenvalue of R_L crosses zero (``landscape``: the fit's crossing with
+    its bootstrap interval)."""
+    from attnclust.book.experiments import stall_length, stall_rate
+
+    sr, _ = stall_rate.stored()
+    cross = ls.stored().split.crossing_interval()
+    at_L, _ = stall_length.stored()
+    long = {sweeps.budget("long").L: tr.stored_long().inits["close"], at_L.L: at_L.runs["long"]}
+    Ls = np.asarray(sr.Ls, float)
+    fig = matplotlib.figure.Figure(figsize=(WIDTH, 4.2), layout="constrained")
+    ax = fig.subplots()
+    top = 0.0
+
+    def bars(x, ivs, **kw):
+        est = np.array([iv.estimate for iv in ivs])
+        lo, hi = np.array([iv.low for iv in ivs]), np.array([iv.high for iv in ivs])
+        ax.errorbar(x, est, yerr=[est - lo, hi - est], ms=5, capsize=3, **kw)
+        return float(hi.max())
+
+    small = sr.setting["steps"]
+    top = max(top, bars(Ls, [sr.rate(L) for L in sr.Ls], fmt="o-", color="tab:red", lw=1,
+                        label=f"stalled, {small} steps, {sr.seeds} new seeds per L"))
+    top = max(top, bars(Ls * 1.03, [sr.rate(L, "other") for L in sr.Ls], fmt="s:", color="tab:grey", lw=1,
+                        label=f"neither aligned nor between, {small} steps"))
+    runs_long = list(long.values())
+    top = max(top, bars(np.array(list(long), float) * 0.97, [r.rate("between") for r in runs_long], fmt="D",
+                        color="black", mfc="white", elinewidth=1,
+                        label=f"stalled, {runs_long[0].setting['steps']} steps, "
+                              f"{runs_long[0].seeds} seeds (the same starts at both L)"))
+    ax.axvspan(cross.low, cross.high, color="tab:blue", alpha=0.15, lw=0)
+    ax.axvline(cross.estimate, color="tab:blue", ls="--", lw=1,
+               label=f"split point: minimum of $R_L$ (left), saddle (right)")
+    ax.set_xscale("log")
+    ax.set_xticks(Ls, [f"{L:g}" for L in Ls])
+    ax.minorticks_off()
+    ax.set_xlabel("prompt length L")
+    ax.set_ylabel("fraction of close starts")
+    ax.set_ylim(-0.015, 1.08 * top)  # a rate of 0 stays visible
+    ax.set_title("close start: exact 95% intervals")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=1)
+    return fig
 
 def _sweep_figure(runs: dict, label: str, refs: dict) -> matplotlib.figure.Figure:
     fig = matplotlib.figure.Figure(figsize=(WIDTH, 3.6), layout="constrained")
