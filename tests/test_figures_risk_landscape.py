@@ -16,7 +16,8 @@ from attnclust import symbolic as sym
 from attnclust.book.figures import FIGURES, make, names
 from attnclust.book.figures import risk_landscape as rl
 
-FIGURE_CHAPTERS = {"risk-landscape": "population_risk", "tilt-mechanisms": "population_risk"}
+FIGURE_CHAPTERS = {"risk-landscape": "population_risk", "aligned-reduction": "population_risk",
+                   "tilt-mechanisms": "population_risk"}
 
 
 def test_registered():
@@ -77,6 +78,23 @@ def test_aligned_point_descends_off_the_line_at_twice_the_tilt_gradient():
     tilt = sym.tilt_gradient(ac.DEFAULT.lam, ac.DEFAULT.r, ac.DEFAULT.sigma)
     assert abs(g_kappa) < 1e-3 * abs(g_eps)                 # stationary along the manifold
     assert g_eps == pytest.approx(2 * tilt, rel=1e-3)       # both heads turn: twice one head's
+
+
+def test_aligned_reduction_numbers():
+    A = rl.aligned_reduction_data()
+    r, sigma, d = ac.DEFAULT.r, ac.DEFAULT.sigma, ac.DEFAULT.d
+    assert A["offset"] == pytest.approx(A["kappa_star"] ** 2 * r / 2, rel=1e-10)   # logistic(0) = 1/2
+    # at kappa = 0 the layer outputs zero: the risk is E||z||^2 = r^2 (equal weights, |mu_c| = r) + d sigma^2
+    assert A["risk_zero"] == pytest.approx(r**2 + d * sigma**2, rel=1e-6)
+    dk = A["kappa"][1] - A["kappa"][0]
+    assert abs(A["kappa"][np.argmin(A["risk_aligned"])] - A["kappa_star"]) <= dk
+    assert A["risk_star"] <= A["risk_aligned"].min() + 1e-9
+    assert A["floor"] < A["risk_min"] < A["oracle"] < A["risk_star"] < A["risk_zero"]
+    # the head map reconstructs the active cluster better than the inactive one (where it outputs the offset)
+    i0, ir = np.argmin(np.abs(A["u"])), np.argmin(np.abs(A["u"] - r))
+    assert abs(A["f"][ir] - r) < abs(A["f"][i0] - 0.0)
+    with pytest.raises(ValueError, match="size"):
+        rl.aligned_reduction_data("huge")
 
 
 def test_mechanism_numbers():

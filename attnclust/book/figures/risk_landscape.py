@@ -8,6 +8,13 @@
   (``symbolic.tilted_minimiser``) and the direction of steepest descent at the aligned point
   (``jax.grad`` of the same risk): the descent leaves the line eps = 0, and the minimiser lies
   below it.
+- ``aligned-reduction``: what an aligned head does and what the aligned manifold costs
+  (prop-aligned): the scalar head map f(u; kappa*) of ``symbolic.aligned_reduction`` against
+  the identity, over the laws of the coordinate u on the two clusters (the active one,
+  N(r, sigma^2), and the inactive one, N(0, sigma^2), where f(0) = kappa*^2 r / 2 is the
+  offset); and R_inf(kappa e_1, kappa e_2) = 2 g(kappa) + (d - 2) sigma^2 against kappa
+  (``symbolic.aligned_risk``), lowest at kappa* yet above the oracle quantizer's level, with
+  the tilted minimiser's risk below it.
 - ``tilt-mechanisms``: the two mechanisms of the tilt (sec-risk-tilt) drawn in the plane of
   the centroids, from ``symbolic.tilt_decomposition`` and the aligned head map ``f`` of
   ``symbolic.aligned_reduction``: on the tokens of cluster 2, head 1's offset along e_1 (the
@@ -39,8 +46,8 @@ from attnclust.mixture import orthogonal_mixture
 from attnclust.risk import population_risk
 from attnclust.setting import DEFAULT
 
-__all__ = ["family_heads", "landscape_data", "risk_landscape", "tilt_mechanisms",
-           "tilt_mechanisms_data"]
+__all__ = ["aligned_reduction", "aligned_reduction_data", "family_heads", "landscape_data",
+           "risk_landscape", "tilt_mechanisms", "tilt_mechanisms_data"]
 
 CHAPTER = "population_risk"
 
@@ -161,6 +168,84 @@ def risk_landscape(size: str = "small") -> plt.Figure:
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, handletextpad=0.4,
                columnspacing=1.0)
+    return fig
+
+
+@lru_cache(maxsize=None)
+def aligned_reduction_data(size: str = "small") -> dict:
+    """The aligned reduction at the default setting (prop-aligned): the head map
+    f(u; kappa*) on a grid of u with the two clusters' densities of u, and the risk on the
+    aligned manifold R_inf(kappa e_1, kappa e_2) on a grid of kappa, with the levels it is
+    compared to. "small": 61 values of kappa; "full": 241.
+
+    Returns:
+        A dict with ``u``, ``f`` (f(u; kappa*)), ``density_active`` and
+        ``density_inactive`` (the N(r, sigma^2) and N(0, sigma^2) densities of u), ``offset``
+        (f(0; kappa*) = kappa*^2 r / 2); ``kappa`` and ``risk_aligned`` (the risk on the
+        manifold); ``kappa_star``, ``risk_star`` (the aligned fixed point and its risk),
+        ``risk_zero`` (the risk at kappa = 0, E||z||^2), ``risk_min`` (the tilted
+        minimiser's), ``oracle`` and ``floor``; ``r``, ``sigma``.
+    """
+    n = {"small": 61, "full": 241}[sizes.check(size, ("small", "full"))]
+    lam, r, sigma, d = DEFAULT.lam, DEFAULT.r, DEFAULT.sigma, DEFAULT.d
+    fp = symbolic.aligned_fixed_point(lam, r, sigma, d=d)
+    f_fn = symbolic.aligned_reduction().f_fn
+    u = np.linspace(-1.5, r + 1.5, 201)
+    kappa = np.linspace(0.0, 1.6, n)
+    risk = np.array([symbolic.aligned_risk(k, k, lam, r, sigma, d=d) for k in kappa])
+    normal = lambda x, m: np.exp(-((x - m) ** 2) / (2 * sigma**2)) / (sigma * np.sqrt(2 * np.pi))  # noqa: E731
+    return {"u": u, "f": np.asarray(f_fn(u, fp.c, lam, r, sigma), float),
+            "density_active": normal(u, r), "density_inactive": normal(u, 0.0),
+            "offset": float(f_fn(0.0, fp.c, lam, r, sigma)),
+            "kappa": kappa, "risk_aligned": risk, "kappa_star": fp.c, "risk_star": fp.risk,
+            "risk_zero": float(risk[0]),
+            "risk_min": symbolic.tilted_minimiser(lam, r, sigma, d=d).risk,
+            "oracle": d * sigma**2, "floor": (d - 2) * sigma**2, "r": r, "sigma": sigma}
+
+
+@register("aligned-reduction", chapter=CHAPTER)
+@styled
+def aligned_reduction(size: str = "small") -> plt.Figure:
+    """Left: the aligned head map f(u; kappa*) against the identity, over the laws of u on
+    the two clusters; right: the risk on the aligned manifold against kappa, with kappa*, the
+    oracle quantizer's level, the floor and the tilted minimiser's risk."""
+    D = aligned_reduction_data(size)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(WIDTH, 4.0))
+    u = D["u"]
+    base = u.min()
+    height = (u.max() - u.min()) / 3 / D["density_active"].max()   # the densities, a third of the axis high
+    for dens in (D["density_inactive"], D["density_active"]):
+        a.fill_between(u, base, base + height * dens, color="0.82", lw=0)
+    a.plot(u, u, ":", color="0.4", lw=1.2, label="identity $u$")
+    a.plot(u, D["f"], color="tab:blue", lw=2, label=r"$f(u;\kappa^\star)$")
+    a.plot([0], [D["offset"]], "o", color="tab:red", ms=6, zorder=5)
+    a.annotate("offset $f(0) =$\n" + r"$(\kappa^\star)^2 r/2$" + f" = {D['offset']:.2f}",
+               xy=(0, D["offset"]), xytext=(1.1, 0.35), color="tab:red", fontsize=9,
+               arrowprops=dict(arrowstyle="-", color="tab:red", lw=0.8))
+    a.text(0, base + 0.15, "inactive\ncluster", ha="center", fontsize=9)
+    a.text(D["r"], base + 0.15, "active\ncluster", ha="center", fontsize=9)
+    a.set_xlim(u.min(), u.max())
+    a.set_ylim(base, u.max())
+    a.set_xlabel("coordinate $u$ of a token")
+    a.set_ylabel("head output, same axis")
+    a.legend(frameon=False, loc="upper left")
+    k = D["kappa"]
+    b.plot(k, D["risk_aligned"], color="tab:blue", lw=2, label=r"aligned heads $\kappa e_h$")
+    b.plot([D["kappa_star"]], [D["risk_star"]], "o", ms=8, mfc="white", mec="black", mew=1.5,
+           label=rf"$\kappa^\star$ = {D['kappa_star']:.3f}")
+    b.axhline(D["oracle"], color="black", ls="--", lw=1.2, label=r"oracle $d\sigma^2$")
+    b.axhline(D["risk_min"], color="goldenrod", ls="-.", lw=1.5, label="tilted minimiser")
+    b.axhline(D["floor"], color="0.5", ls=":", lw=1.2, label=r"floor $(d-2)\sigma^2$")
+    b.set_yscale("log")
+    ticks = [0.75, 1, 1.5, 2, 3, 5]
+    b.set_yticks(ticks)
+    b.set_yticklabels([f"{t:g}" for t in ticks])
+    b.minorticks_off()
+    b.set_ylim(0.65, 1.25 * D["risk_zero"])
+    b.set_xlabel(r"head length $\kappa$")
+    b.set_ylabel(r"$R_\infty(\kappa e_1, \kappa e_2)$")
+    fig.legend(*b.get_legend_handles_labels(), loc="outside lower center", ncols=3,
+               handletextpad=0.4, columnspacing=1.0)
     return fig
 
 
