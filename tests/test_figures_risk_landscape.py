@@ -72,6 +72,15 @@ def test_landscape_minimum_is_the_tilted_minimiser_below_the_aligned_line():
     assert abs(D["kappa"][np.argmin(on_line)] - D["kappa_aligned"]) <= dk
 
 
+def test_landscape_nodes_suffice_at_the_corners():
+    D = rl.landscape_data()
+    mix = ac.orthogonal_mixture()
+    for i, j in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
+        th = rl.family_heads(D["kappa"][i], D["eps"][j])
+        fine = float(ac.population_risk(th, mix, ac.DEFAULT.lam, n_nodes=2 * D["nodes"]))
+        assert abs(D["risk"][i, j] - fine) < 1e-3 * fine
+
+
 def test_aligned_point_descends_off_the_line_at_twice_the_tilt_gradient():
     D = rl.landscape_data()
     g_kappa, g_eps = D["grad_aligned"]
