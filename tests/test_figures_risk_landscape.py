@@ -2,7 +2,9 @@
 population risk"): both figures are registered for the chapter and draw data, and the numbers
 they draw are what their captions say: the landscape's lowest point is the tilted minimiser,
 below the line of aligned heads; the aligned point is not stationary off that line; the
-mechanisms' contributions add up to the tilt gradient, and the offset is kappa^2 r / 2."""
+mechanisms' contributions add up to the tilt gradient, and the offset is kappa^2 r / 2.
+The tests that compute the landscape (a grid of the library's quadrature, seconds) are
+marked slow."""
 
 import io
 
@@ -27,6 +29,7 @@ def test_registered():
         assert FIGURES[name].chapter == chapter
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FIGURE_CHAPTERS))
 def test_figure_builds_with_data(name):
     fig = make(name)
@@ -56,6 +59,7 @@ def test_family_heads_refuses_bad_input():
         rl.family_heads(np.ones(2), np.zeros(3))
 
 
+@pytest.mark.slow
 def test_landscape_minimum_is_the_tilted_minimiser_below_the_aligned_line():
     D = rl.landscape_data()
     i, j = np.unravel_index(np.argmin(D["risk"]), D["risk"].shape)
@@ -72,6 +76,7 @@ def test_landscape_minimum_is_the_tilted_minimiser_below_the_aligned_line():
     assert abs(D["kappa"][np.argmin(on_line)] - D["kappa_aligned"]) <= dk
 
 
+@pytest.mark.slow
 def test_landscape_nodes_suffice_at_the_corners():
     D = rl.landscape_data()
     mix = ac.orthogonal_mixture()
@@ -81,6 +86,7 @@ def test_landscape_nodes_suffice_at_the_corners():
         assert abs(D["risk"][i, j] - fine) < 1e-3 * fine
 
 
+@pytest.mark.slow
 def test_aligned_point_descends_off_the_line_at_twice_the_tilt_gradient():
     D = rl.landscape_data()
     g_kappa, g_eps = D["grad_aligned"]
