@@ -70,6 +70,18 @@ def rewrite_annotations(app, objtype, name, obj, options, args, retann) -> None:
             recorded[key] = readable(annotation)
 
 
+_STARRED_SHAPE = re.compile(r"(['\"])\*")
+
+
+def escape_starred_shapes(app, what, name, obj, options, lines) -> None:
+    """Runs after napoleon (priority 500): the attribute types it takes from a class's
+    annotations (``:vartype A: ...``, ``:type: ...``) are reStructuredText, where a variadic shape (``Float[ArrayLike, '*S d d']``)
+    would open an emphasis; its star is escaped."""
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith((":type", ":vartype")):
+            lines[i] = _STARRED_SHAPE.sub(lambda m: m.group(1) + "\\*", line)
+
+
 def external_as_text(app, env, node, contnode):
     """Resolve a Python reference to another package's type or a shape string as text."""
     if node.get("refdomain") != "py":
@@ -94,4 +106,5 @@ def external_as_text(app, env, node, contnode):
 def setup(app):
     app.connect("autodoc-process-signature", rewrite_annotations, priority=600)
     app.connect("missing-reference", external_as_text)
+    app.connect("autodoc-process-docstring", escape_starred_shapes, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

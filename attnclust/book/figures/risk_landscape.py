@@ -72,7 +72,7 @@ def family_heads(kappa: Float[ArrayLike, "*b"], eps: Float[ArrayLike, "*b"], d: 
         d: the dimension, >= 2.
 
     Returns:
-        A float32 array of shape (*kappa.shape, 2, d).
+        A float32 array of shape ``(*kappa.shape, 2, d)``.
 
     Raises:
         ValueError: d < 2, or kappa and eps of different shapes.
@@ -259,7 +259,7 @@ def tilt_mechanisms_data(size: str = "small") -> dict:
     ``active`` = E_{u ~ N(r, sigma^2)} f(u; kappa*) (the head map f of
     ``symbolic.aligned_reduction``), the tilted minimiser's ``eps_min`` and ``kappa_min``,
     and ``cancel``, the first-order output of head 1 along -e_2 on cluster 1 at the
-    minimiser's tilt, |eps_min| E[phi_1] = |eps_min| active / kappa*. ``size`` is accepted for
+    minimiser's tilt, ``abs(eps_min) E[phi_1] = abs(eps_min) active / kappa*``. ``size`` is accepted for
     the registry; both sizes compute the same numbers."""
     sizes.check(size, ("small", "full"))
     lam, r, sigma = DEFAULT.lam, DEFAULT.r, DEFAULT.sigma
