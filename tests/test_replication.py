@@ -134,3 +134,26 @@ def test_a_chapter_under_two_seeds_records_each_draw_and_every_cell_runs(tmp_pat
         after = rep["claims"][2]
         assert after["flipped"] == (drawn[s] > 0.1)
     assert drawn[3] != drawn[8]
+
+
+def test_committed_reports_are_whole_and_agree_with_their_counts():
+    """Each committed replication report (make replicate SEED=N) is under a seed other than the
+    book's, names the commit it ran at, and its counts are those of its rows; every claim it
+    recorded is a claim some chapter shows."""
+    import re
+
+    from attnclust.book.results import SOURCE_ROOT
+
+    reports = replication.load_reports(SOURCE_ROOT)
+    assert reports, "no committed replication report (replications/seed-N.json)"
+    shown = set()
+    for page in (SOURCE_ROOT / "chapters").glob("*.md"):
+        shown |= set(re.findall(r"\{claim\}`([a-z0-9-]+)`", page.read_text(encoding="utf-8")))
+    for rep in reports:
+        assert rep["seed"] != seeds.BOOK_SEED and rep["commit"]
+        rows = rep["claims"]
+        assert rep["counts"]["claims"] == len(rows) == len({r["id"] for r in rows})
+        assert rep["counts"]["flipped"] == sum(r["flipped"] for r in rows)
+        assert all(r["flipped"] == (r["verdict"] not in r["expect"]) for r in rows)
+        assert rep["counts"]["not_recorded"] == len(rep["not_recorded"])
+        assert {r["id"] for r in rows} <= shown, "a report names a claim no chapter shows"
