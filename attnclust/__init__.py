@@ -16,7 +16,7 @@ here imports either. The core's modules build on one another in one direction (a
 
 and ``attention`` (the layers), ``stats`` and ``digits`` import none of the others
 (``setting``, the default setting, only the validators). The layers, the large-L limits,
-the risks and the temperature rules compute with one set of compiled kernels, the
+the risks and the rules that choose lambda compute with one set of compiled kernels, the
 package-private ``_kernels``. Training uses the layers and records the metrics of its
 runs; it does not use the risks or their limits.
 

@@ -260,7 +260,7 @@ def identity_exps(Xq, X, lam, mask=None):
     Queries and keys are scaled to |x| <= 1 by powers of two cq, ck (exact), so the scores
     R = <xq/cq, xk/ck> cannot overflow; e = exp(t (R - max R)) with t = lam cq ck (clamped
     to float32's largest number), and R - max R reads the same numbers twice, so the largest
-    key's weight is exactly 1 whatever t. ``lam``: a scalar or one temperature per prompt
+    key's weight is exactly 1 whatever t. ``lam``: a scalar or one inverse temperature per prompt
     (the batch shape). ``mask``: optional boolean, broadcastable to (..., Q, K): where it is
     False the weight is exactly 0 (every query needs one True key)."""
     cq, ck = pow2_scale(Xq), pow2_scale(X)
@@ -331,7 +331,7 @@ def layer_weights(X, lam, mask_self: bool):
 
 def sure_terms(X, lam, mask_self: bool):
     """Q(X) and, per token, ``||Q_l - x_l||^2`` and the divergence trace dQ_l/dx_l (the
-    closed form of ``temperature.identity_sure``) for prompts X (n, L, d) at temperatures
+    closed form of ``temperature.identity_sure``) for prompts X (n, L, d) at inverse temperatures
     lam (n,), with or without the self-key mask."""
     w = layer_weights(X, lam, mask_self)
     Q = w @ X

@@ -9,7 +9,7 @@
 Both layers are computed by the package's kernels (``_kernels``), whose softmaxes cannot
 overflow (for the two-head layer an exact shift by the extremal key; for identity attention,
 every prompt is scaled by a power of two to ``|x| <= 1``, which is exact, and the logits are
-shifted by the exact largest one), so a temperature up to float32's largest number, or
+shifted by the exact largest one), so an inverse temperature up to float32's largest number, or
 tokens up to 1e38, give finite outputs.
 
 Checks under a user's own ``jit``: the shapes and dtypes of the arguments are still checked

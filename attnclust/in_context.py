@@ -10,10 +10,10 @@ The layer (``in_context_layer``) is
 with A = W_Q^T W_K a learned d x d query-key matrix, B a learned d x d value map and c a
 learned scalar residual weight. Why this parameterisation:
 
-- It contains identity attention at every temperature (A = lam I, B = I, c = 0 gives
+- It contains identity attention at every inverse temperature (A = lam I, B = I, c = 0 gives
   ``attnclust.identity_attention(X, lam)``) and the prompt's mean (A = 0, B = I, c = 0), so
-  a trained layer can do no worse than the best fixed temperature, and any gain it shows
-  over identity attention is something a temperature alone cannot give.
+  a trained layer can do no worse than the best fixed inverse temperature, and any gain it shows
+  over identity attention is something an inverse temperature alone cannot give.
 - A full A and B, rather than a scalar temperature, let training find whatever query-key
   geometry and value map the prompts reward; the prompt distribution of the book (centroids
   in a Haar-random orientation per prompt) is rotation invariant, so the best A and B are
@@ -31,7 +31,7 @@ an oracle in the book's vocabulary, even though at test time it reads the tokens
 
 What is reused from ``attnclust.train``: the run's configuration and its validation
 (``TrainConfig``: steps, batch, L, lr or an optax optimizer, record_every; its ``lam`` is not
-used, since the layer learns its own temperature) and the key conventions. The two-head
+used, since the layer learns its own inverse temperature) and the key conventions. The two-head
 training loop itself (``fit_sampler``) cannot serve: its samplers return tokens without
 labels and it optimises the reconstruction risk of the heads theta, while this loss needs
 each token's centroid and the parameters are a pytree (A, B, c).
@@ -83,12 +83,12 @@ class InContextParams(NamedTuple):
 
 
 def init_params(d: int, *, lam: float = DEFAULT.lam, c: float = 0.0) -> InContextParams:
-    """The layer that is identity attention at temperature ``lam``, plus ``c`` x: A = lam I,
+    """The layer that is identity attention at inverse temperature ``lam``, plus ``c`` x: A = lam I,
     B = I (the start of ``fit_in_context``).
 
     Args:
         d: dimension, an integer >= 1.
-        lam: the temperature, a real number >= 0 (0 gives the prompt's mean).
+        lam: the inverse temperature, a real number >= 0 (0 gives the prompt's mean).
         c: the residual weight, a real number.
 
     Returns:
@@ -297,7 +297,7 @@ def fit_in_context(
             optimizer (its lam is not used); the keywords below replace its fields.
         steps, batch, L, lr, record_every, optimizer: as in ``attnclust.fit``.
         init: the starting ``InContextParams`` of one layer (shared by every seed);
-            ``init_params(d)`` (identity attention at the default temperature) when None.
+            ``init_params(d)`` (identity attention at the default inverse temperature) when None.
         residual: learn c; when False, c is held at 0 (the layer without a residual).
 
     Returns:

@@ -2,7 +2,7 @@
 
 Every chapter, figure, experiment, test and benchmark that works "at the default setting"
 reads it from here: K = 2 orthogonal centroids of norm r in dimension d, isotropic noise
-sigma, temperature lam, prompts of L tokens (chapter "Gaussian mixtures and clustering",
+sigma, inverse temperature lam, prompts of L tokens (chapter "Gaussian mixtures and clustering",
 def-mixture, and chapter "The two-head layer and its population risk"). Changing a value here
 is the one edit; what it invalidates (the committed results files, the book's pages) is
 re-run after it.

@@ -238,7 +238,7 @@ def empirical_value_grad_hess(
     Args:
         theta: ``(H, d)`` heads, finite.
         X: ``(n, L, d)`` prompts, finite.
-        lam: the temperature, finite and > 0.
+        lam: the inverse temperature, finite and > 0.
 
     Returns:
         The risk, the gradient ``(H, d)`` and the Hessian ``(H d, H d)``, in float64 (computed
@@ -276,7 +276,7 @@ def empirical_stationary(
     Args:
         theta0: ``(H, d)`` start, for instance a stationary point of R_inf or a trained run.
         X: ``(n, L, d)`` the fixed sample of prompts.
-        lam: the temperature, finite and > 0.
+        lam: the inverse temperature, finite and > 0.
         directions: ``(m, H, d)`` the directions Newton may move in, or None (all).
         tol: stop when the gradient norm (in the span, with ``directions``) is below it.
         max_iter: at most this many Newton steps.

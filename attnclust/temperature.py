@@ -125,7 +125,7 @@ def _chunks(n: int, L: int):
 def identity_layer(
     X: Float[ArrayLike, "n L d"], lam: float | Float[ArrayLike, " n"], *, mask_self: bool = False
 ) -> Float[Array, "n L d"]:
-    """One identity layer with a temperature per prompt: Q(X)_l = sum_k w_lk x_k with
+    """One identity layer with an inverse temperature per prompt: Q(X)_l = sum_k w_lk x_k with
     w_lk = softmax_k(lam_n <x_l, x_k>), the softmax over k != l when ``mask_self``.
 
     The same values as ``attnclust.identity_attention`` (unmasked) and
@@ -135,7 +135,7 @@ def identity_layer(
 
     Args:
         X: (n, L, d) prompts, finite (L >= 2 with ``mask_self``).
-        lam: a temperature > 0, or (n,) one per prompt.
+        lam: an inverse temperature > 0, or (n,) one per prompt.
         mask_self: exclude each token's own key.
 
     Returns:
@@ -151,7 +151,7 @@ def identity_layer(
 
 
 def _layer_args(X, lam, mask_self: bool):
-    """(X, lam) of a layer with a temperature per prompt, validated: L >= 2 with the mask."""
+    """(X, lam) of a layer with an inverse temperature per prompt, validated: L >= 2 with the mask."""
     X = v.prompts("X", X, min_L=2 if mask_self else 1, why="to mask each token's own key")
     return X, v.per_prompt("lam", lam, X.shape[0])
 
@@ -166,7 +166,7 @@ def identity_weights(
 
     Args:
         X: (n, L, d) prompts, finite (L >= 2 with ``mask_self``).
-        lam: a temperature > 0, or (n,) one per prompt.
+        lam: an inverse temperature > 0, or (n,) one per prompt.
         mask_self: exclude each token's own key.
 
     Returns:
@@ -248,7 +248,7 @@ class LambdaChoice:
     """The one-layer rule's choice for every prompt.
 
     Attributes:
-        lam: (n,) the chosen temperature of each prompt.
+        lam: (n,) the chosen inverse temperature of each prompt.
         sigma2: (n,) the noise variance estimate it was chosen with.
         grid: (G,) the searched values of lam sigma2 (``SURE_GRID``).
         sure: (G, n) SURE at every grid point.

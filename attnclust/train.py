@@ -82,7 +82,7 @@ class TrainConfig:
     made, immutable and hashable (a cache key, and the static part of a compiled run).
 
     Attributes:
-        lam: the temperature, finite and > 0; or a tuple of one per seed (a sweep of
+        lam: the inverse temperature, finite and > 0; or a tuple of one per seed (a sweep of
             ``fit_many`` in one call). Stored as a float or a tuple of floats.
         steps: optimiser steps, an integer >= 1, a multiple of ``record_every``.
         batch: prompts per step, an integer >= 1.
@@ -157,7 +157,7 @@ class TrainConfig:
         return Program(opt, self.batch, self.L, self.record_every)
 
     def lams(self, S: int) -> np.ndarray:
-        """``(S,)`` float32: the temperature of each of S seeds."""
+        """``(S,)`` float32: the inverse temperature of each of S seeds."""
         if isinstance(self.lam, tuple):
             if len(self.lam) != S:
                 raise ValueError(f"lam must be a scalar or have one value per seed (S={S}), got {len(self.lam)} values")
@@ -315,13 +315,13 @@ def risk_loss(theta: Float[Array, "H d"], X: Float[Array, "*batch L d"], lam) ->
 
     It is ``attnclust.empirical_risk`` without the boundary checks: called on traced
     arguments (inside ``jit``, ``grad``, ``vmap`` or ``lax.scan``) no value is checked,
-    so a NaN in ``theta`` or ``X`` or a temperature <= 0 gives a NaN or a wrong number
+    so a NaN in ``theta`` or ``X`` or an inverse temperature <= 0 gives a NaN or a wrong number
     rather than an error. Validate at the boundary (``empirical_risk``, ``fit``) instead.
 
     Args:
         theta: ``(H, d)`` heads.
         X: ``(..., L, d)`` prompts.
-        lam: the temperature, > 0 (a float or a traced scalar).
+        lam: the inverse temperature, > 0 (a float or a traced scalar).
 
     Returns:
         ``()`` the risk.
@@ -338,7 +338,7 @@ def make_step(optimizer: optax.GradientTransformation, lam) -> Callable:
 
     Args:
         optimizer: an optax ``GradientTransformation`` (its state: ``optimizer.init(theta)``).
-        lam: the temperature, > 0 (a float or a traced scalar).
+        lam: the inverse temperature, > 0 (a float or a traced scalar).
 
     Returns:
         The step function; ``theta`` is ``(H, d)``, ``X`` is ``(batch, L, d)``, ``loss`` is
@@ -564,7 +564,7 @@ def fit_many(
         keys: ``(S,)`` typed keys or ``(S, 2)`` raw keys (``jax.random.split(key, S)``),
             S >= 1.
         mixture, config: as in ``fit``.
-        lam: a scalar, or ``(S,)`` one temperature per seed (a sweep in one call); finite
+        lam: a scalar, or ``(S,)`` one inverse temperature per seed (a sweep in one call); finite
             and > 0.
         steps, batch, L, optimizer, lr, H, record_every, progress: as in ``fit``.
         init: as in ``fit``; an ``(H, d)`` array is shared by every seed.

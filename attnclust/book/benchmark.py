@@ -76,17 +76,17 @@ EM = "EM (spherical)"
 MEANSHIFT = "mean shift"
 """Method name of flat-kernel mean shift (finds its own number of clusters)."""
 IDENTITY = "identity, 1 layer"
-"""Method name of one identity-attention layer at the temperature chosen from the prompt."""
+"""Method name of one identity-attention layer at the inverse temperature chosen from the prompt."""
 IDENTITY_MASKED = "identity, 1 layer, self-masked"
 """Method name of :data:`IDENTITY` with each token kept from attending to itself."""
 STACK = f"identity, {temperature.STACK_DEPTH} layers"
-"""Method name of the stack of identity layers at the temperature chosen from the prompt."""
+"""Method name of the stack of identity layers at the inverse temperature chosen from the prompt."""
 STACK_MASKED = f"identity, {temperature.STACK_DEPTH} layers, self-masked"
 """Method name of :data:`STACK` with each token kept from attending to itself."""
 ORACLE_BOUND = "identity, 1 layer, bound's lam"
-"""Method name of one identity layer at the best temperature of the distortion bound (knows sigma and r)."""
+"""Method name of one identity layer at the best inverse temperature of the distortion bound (knows sigma and r)."""
 ORACLE_BEST = "identity, 1 layer, best lam"
-"""Method name of one identity layer at the temperature that is best on the prompts themselves (an oracle)."""
+"""Method name of one identity layer at the inverse temperature that is best on the prompts themselves (an oracle)."""
 BAYES = "nearest true centroid"
 """Method name of the assignment of each token to its nearest true centroid (knows the centroids)."""
 
@@ -170,7 +170,7 @@ class Output:
     Attributes:
         labels: (n, L) cluster labels, any names (ARI is permutation-invariant).
         points: (n, L, d) each token's representative.
-        lam: (n,) the temperature used per prompt, for identity attention; else None.
+        lam: (n,) the inverse temperature used per prompt, for identity attention; else None.
     """
 
     labels: np.ndarray

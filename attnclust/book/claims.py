@@ -128,7 +128,7 @@ PAPER: dict[str, PaperClaim] = {
         "An attention layer with key, query and value fixed to the identity quantizes the "
         "tokens of a prompt towards their own cluster's centre, in context, with no "
         "trainable parameter.",
-        "One attention layer with identity key, query and value and a temperature; prompts "
+        "One attention layer with identity key, query and value and an inverse temperature; prompts "
         "of tokens from a Gaussian mixture whose centroids may change from prompt to prompt."),
     "more-centroids": PaperClaim(
         "With K > 2 centroids and K heads, minimising the risk aligns each head with a "

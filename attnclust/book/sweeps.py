@@ -108,14 +108,14 @@ def run_seeds(
 
     The keys are ``jax.random.split(PRNGKey(seed), seeds // repeat_keys)`` repeated
     ``repeat_keys`` times, so that with ``repeat_keys`` > 1 runs ``i`` and
-    ``i + seeds // repeat_keys`` share their initial heads and batches (a temperature sweep
+    ``i + seeds // repeat_keys`` share their initial heads and batches (an inverse temperature sweep
     then compares like with like). Runs with the same budget, shapes and learning rate
     reuse one compiled program.
 
     Args:
         size: the budget, a key of ``BUDGETS``.
         setting: the mixture ``orthogonal_mixture(K, d, r, sigma)`` of this setting (its
-            ``lam`` and ``L`` are not used: the temperature and the length are training
+            ``lam`` and ``L`` are not used: the inverse temperature and the length are training
             fields, below).
         init: the initialisation regime, one of ``INITS``.
         seed: the integer seed of the keys.
@@ -136,7 +136,7 @@ def run_seeds(
     v.one_of("init", init, INITS)
     seeds = b.seeds if seeds is None else v.positive_int("seeds", seeds)
     config = TrainConfig.of(TrainConfig(**{f.name: getattr(b, f.name) for f in fields(TrainConfig)}), **train)
-    config.lams(seeds)  # one temperature per seed, or one for all
+    config.lams(seeds)  # one inverse temperature per seed, or one for all
     repeat_keys = v.positive_int("repeat_keys", repeat_keys)
     if seeds % repeat_keys:
         raise ValueError(f"repeat_keys must divide seeds={seeds}, got repeat_keys={repeat_keys}")

@@ -18,7 +18,7 @@ need, by section:
   (:func:`identity_attention_float64`, :func:`identity_limit_float64`),
   the fixed points of iterated Q_inf (:func:`identity_fixed_points`), the exact distortion
   (:func:`distortion_exact`, :func:`distortion_mc`), its bound (:func:`distortion_bound`)
-  and the best temperatures (:func:`best_lambda_bound`, :func:`distortion_scaling`).
+  and the best inverse temperatures (:func:`best_lambda_bound`, :func:`distortion_scaling`).
 * shared: the unevaluated :class:`logistic`, :func:`lambdify_expr`,
   :func:`gauss_hermite`, :func:`softmax_exprs` and the symbolic head coefficient
   :func:`head_coefficient_expr` (prop-head-limit).

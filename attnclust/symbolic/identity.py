@@ -2,7 +2,7 @@
 chapters/quantization.md): the finite-L layer (def-identity-attention) and its limit Q_inf
 (prop-identity-limit) in float64, the fixed points
 of iterated Q_inf (sec-quant-fixed-points), the exact large-L distortion
-(prop-distortion-exact), its bound (thm-distortion-bound), the best temperatures and their
+(prop-distortion-exact), its bound (thm-distortion-bound), the best inverse temperatures and their
 scaling (prop-distortion-scaling).
 
 The chapter derives each formula in its own cells; this module keeps what figures, other
@@ -176,7 +176,7 @@ def distortion_bound(lam: float, r: float, sigma: float, d: int) -> float:
 
 
 def best_lambda_bound(r: float, sigma: float, d: int) -> dict[str, float]:
-    """The best temperatures of the bound and of the exact distortion
+    """The best inverse temperatures of the bound and of the exact distortion
     (thm-distortion-bound, chapters/quantization.md; K = 2, equal weights, mu_c = r e_c).
 
     Bounded scalar searches on (0, 2 / sigma^2].

@@ -86,7 +86,7 @@ def sweeps(size: str = "full") -> dict:
     """The paired benchmark (``benchmark.default_methods``) at every point of ``SWEEPS``, with
     equal and unequal weights: per point its setting, the load average when it ran,
     ``benchmark.summary_data`` of the benchmark and the median noise estimate; at d = 5, 50
-    and 200 (equal weights) also the per-prompt temperatures of the label-free rules and of
+    and 200 (equal weights) also the per-prompt inverse temperatures of the label-free rules and of
     the best-lam oracle."""
     from tqdm.auto import tqdm
 

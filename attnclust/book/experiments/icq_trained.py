@@ -6,7 +6,7 @@ provenance, by
     python -m attnclust experiment icq-trained-in-context   # attnclust/book/results/icq-trained-in-context.json
 
 The layer is ``attnclust.in_context``'s, out_l = sum_k softmax_k(x_l^T A x_k) B x_k + c x_l,
-trained by ``in_context.fit_in_context`` from identity attention at the default temperature
+trained by ``in_context.fit_in_context`` from identity attention at the default inverse temperature
 on fresh in-context prompts of the default setting (K = 2 orthogonal centroids of norm r = 2
 drawn afresh for every prompt, d = 5, sigma = 0.5, L = 50) to minimise the distortion
 against each token's own centroid: a **label-trained** layer, an oracle in the book's

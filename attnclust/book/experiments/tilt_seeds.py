@@ -3,14 +3,14 @@
 
 The minimiser of the large-L risk R_inf is not exactly aligned: each head tilts away from the
 other centroid by an angle that shrinks as lam grows (``symbolic.tilted_minimiser``). The
-chapter's figure trains one run per seed with the temperatures of ``training.LAMS_TILT``
+chapter's figure trains one run per seed with the inverse temperatures of ``training.LAMS_TILT``
 spread over the book's 16 seeds, which shows the trend but leaves too few seeds per
 temperature for an interval. This experiment trains ``seeds`` runs at *every* temperature of
 that grid, at the figure's setting (default K = 2 mixture, r / sigma = 4, the book's small
 budget at L = 50, started near the centroids), in one ``fit_many`` call
-(``sweeps.run_seeds`` with one temperature per run). The keys are repeated across
-temperatures (``repeat_keys``), so run ``i`` of every temperature has the same initial heads
-and batches and the rise of ``|cos|`` from one temperature to the next is a paired
+(``sweeps.run_seeds`` with one inverse temperature per run). The keys are repeated across
+temperatures (``repeat_keys``), so run ``i`` of every inverse temperature has the same initial heads
+and batches and the rise of ``|cos|`` from one inverse temperature to the next is a paired
 difference over seeds.
 
 It takes under a minute on a 2-core CPU (41 s measured), more than the chapter's build should
@@ -75,7 +75,7 @@ class TiltSeeds:
         return self.cos.mean(axis=-1)
 
     def interval(self, i: int) -> stats.Interval:
-        """The mean over seeds of ``per_seed`` at temperature ``lams[i]``, with its t
+        """The mean over seeds of ``per_seed`` at inverse temperature ``lams[i]``, with its t
         interval (the seeds are independent draws)."""
         return stats.mean_interval(self.per_seed()[i])
 

@@ -402,7 +402,7 @@ class Tilt:
     """The measured tilt against lam.
 
     Attributes:
-        lams: ``(S,)`` the temperature of each seed.
+        lams: ``(S,)`` the inverse temperature of each seed.
         cos: ``(S, 2)`` the matched ``|cos|`` of each head of each seed (tail-averaged).
         grid: ``LAMS_TILT``.
         theory: ``(len(grid),)`` the large-L tilted minimiser's ``|cos|`` at each lam.
@@ -418,7 +418,7 @@ class Tilt:
 
 @lru_cache(maxsize=None)
 def tilt(size: str = "small") -> Tilt:
-    """One ``fit_many`` call with one temperature per seed, started near the centroids (the
+    """One ``fit_many`` call with one inverse temperature per seed, started near the centroids (the
     tilt is a property of the minimiser, so the runs start next to it)."""
     lams = lam_per_seed(size)
     res = sweeps.run_seeds(size, lam=lams, init="near")

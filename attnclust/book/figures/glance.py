@@ -4,7 +4,7 @@ two results on two-dimensional prompts, side by side.
 - ``glance-results``: left, a prompt of the default mixture in the plane through the two-head
   layer with the heads that minimise its large-L risk (``attention.layer_outputs_demo``): each
   output stays close to its own token, and the heads lie close to the centroids; right, a
-  prompt with centroids of its own through identity attention at the temperature chosen from
+  prompt with centroids of its own through identity attention at the inverse temperature chosen from
   the prompt alone (:func:`in_context_demo`): each output moves towards its own cluster's
   centroid, and k-means' centres lie closer to the centroids still.
 """
@@ -45,13 +45,13 @@ def two_head_demo(size: str = "small") -> dict:
 def in_context_demo(L: int = 100, seed: int = 29) -> dict:
     """The right panel: one prompt of ``L`` tokens in the plane whose two orthogonal centroids
     of norm ``DEFAULT.r`` are drawn for it alone (``sample_in_context``, sigma =
-    ``DEFAULT.sigma``), through one identity layer at the temperature the prompt itself gives
+    ``DEFAULT.sigma``), through one identity layer at the inverse temperature the prompt itself gives
     (``temperature.sure_lambda``, as the benchmark of chapters/icq_experiments.md chooses it),
     and k-means (``baselines.kmeans_per_prompt``) on the same tokens.
 
     Returns:
         A dict with ``X`` (L, 2) tokens, ``labels`` (L,), ``centroids`` (2, 2) the prompt's
-        own centroids, ``Q`` (L, 2) the layer's outputs, ``lam`` the temperature chosen,
+        own centroids, ``Q`` (L, 2) the layer's outputs, ``lam`` the inverse temperature chosen,
         ``kmeans`` (2, 2) k-means' centres, and the distortions (mean squared distance to
         each token's own centroid, def-distortion) of the tokens (``D_tokens``), of the
         layer's outputs (``D_layer``) and of k-means (each token replaced by the centre of

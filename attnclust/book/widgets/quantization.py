@@ -1,7 +1,7 @@
 """The quantization explorer (chapter "In-context quantization experiments").
 
 ``draw_quantization`` is the update callback: it draws one in-context prompt (centroids
-redrawn from ``seed``), applies identity attention at temperature ``lam`` and shows the
+redrawn from ``seed``), applies identity attention at inverse temperature ``lam`` and shows the
 tokens moving to their outputs, beside the prompt's distortion against lam.
 ``quantization_explorer`` wires it to sliders (ipywidgets). The chapter shows
 ``draw_quantization()`` at the default values above the widget, for readers without a
@@ -96,7 +96,7 @@ rescaled instead)."""
 @jax.jit
 def _quantize(X, own, mask, lam, lams):
     """Identity attention of the masked prompt at ``lam``, its distortion, and the
-    distortion at every temperature of ``lams`` (one compiled call per shape)."""
+    distortion at every inverse temperature of ``lams`` (one compiled call per shape)."""
     Q = ac.identity_attend(X, X, lam, key_mask=mask)
     curve = jax.vmap(lambda l: ac.distortion(ac.identity_attend(X, X, l, key_mask=mask), own, mask))(lams)
     return Q, ac.distortion(Q, own, mask), curve

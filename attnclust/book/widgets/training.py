@@ -1,6 +1,6 @@
 """The training explorer (chapter "Training dynamics").
 
-Sliders: temperature lam, separation r / sigma, dimension d, prompt length L, seed and the
+Sliders: inverse temperature lam, separation r / sigma, dimension d, prompt length L, seed and the
 initialisation regime. The update callback :func:`draw_training` is a library function and
 must answer within a fraction of a second, so the sliders take values on small grids and
 every move trains exactly the run it shows, on demand (:func:`training_run`, cached):
@@ -126,7 +126,7 @@ def _train(lam: float, r_over_sigma: float, d: int, L: int, seed: int, init: str
 def training_run(lam: float, r_over_sigma: float, d: int, L: int, seed: int, init: str) -> FitResult:
     """The run the explorer shows for these slider values (grid values, see
     :func:`draw_training`): ``attnclust.fit`` from the key :func:`run_key` ``(seed)`` on
-    ``orthogonal_mixture(2, d, r=2, sigma=2 / r_over_sigma)`` at temperature ``lam``,
+    ``orthogonal_mixture(2, d, r=2, sigma=2 / r_over_sigma)`` at inverse temperature ``lam``,
     with the chapter's "small" budget (``BUDGET``: steps, batch, learning rate, records)
     and initialisation ``init``. Equal, up to float rounding, to run
     ``LAMS.index(lam) * N_SEEDS + seed`` of :func:`training_runs`. Cached."""
