@@ -78,11 +78,19 @@ COURSE_PARTS = ("Theory", "Experiments")
 
 
 def course_chapters(root: str | Path = ".") -> list[str]:
-    """Stems of the chapters with exercises: those of the ``_toc.yml`` parts in
-    :data:`COURSE_PARTS`, in book order."""
-    from .source import toc_chapters
+    """Stems of the chapters with exercises, in book order: the chapters of the ``_toc.yml``
+    parts in :data:`COURSE_PARTS`, and the pages before them (the root page, the preface,
+    and a part without caption) that state exercises: the preface's are session one's."""
+    from .source import EXERCISE_FENCE, toc_chapters
 
-    return [Path(f).name for f, part in toc_chapters(root) if part in COURSE_PARTS]
+    root = Path(root)
+
+    def has_exercises(f: str) -> bool:
+        path = root / f"{f}.md"
+        return path.is_file() and EXERCISE_FENCE.search(path.read_text()) is not None
+
+    return [Path(f).name for f, part in toc_chapters(root)
+            if part in COURSE_PARTS or (part is None and has_exercises(f))]
 
 
 def build(out: str | Path, chapters: list[str] | None = None, root: str | Path = ".",
