@@ -1,4 +1,5 @@
-"""The grades of a grading run, on disk as they are given (chapter "For instructors").
+"""The grades of a grading run, on disk as they are given (the appendix "Grading with the
+course editions", chapters/grading.md).
 
 :func:`write_csv` writes the grades CSV (one row per student and exercise) atomically: a
 temporary file in the same folder, renamed over the old one, so that a run killed at any

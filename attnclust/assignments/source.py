@@ -82,7 +82,7 @@ kernelspec:
 ---
 """
 """The jupytext header every chapter starts with: a MyST Markdown notebook on the python3
-kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
+kernel (CONTRIBUTING.md; the appendix "Grading with the course editions", chapters/grading.md)."""
 
 __all__ = [
     "CHECK_LINE", "Chapter", "Exercise", "HEADLINE", "KINDS", "LEVELS", "Piece", "RUBRIC_HEAD",
