@@ -198,9 +198,9 @@ def _part_prompt(ex: Exercise, part: WrittenPart) -> str:
     if _single(ex):
         what = (f"**Your {ex.kind} for exercise {ex.number}**" if ex.kind == "proof" else
                 f"**Your written answer to exercise {ex.number}**")
-        asks = ("" if not ex.graded else
-                " what the exercise asks you to say, explain or show, in words")
-        return f"{what} (`{ex.label}`{worth}). Write{asks} in the Markdown cell below {latex}{graded}"
+        asks = ("it" if not ex.graded else
+                "in words what the exercise asks you to say, explain or show,")
+        return f"{what} (`{ex.label}`{worth}). Write {asks} in the Markdown cell below {latex}{graded}"
     return (f"**Your answer to exercise {ex.number} {part.name}** (`{ex.label}`{worth}). Write "
             f"it in the Markdown cell below {latex}{graded}")
 
