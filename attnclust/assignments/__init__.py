@@ -3,16 +3,19 @@
 Two commands (``python -m attnclust.assignments --help``):
 
 * ``build --out DIR [--chapters STEM ...] [--hidden-checks] [--build-dir DIR]`` writes, for
-  each chapter, with the numbers and claim sentences of the book's build in its text
-  (:mod:`.built`: the book must have been built first, ``make book``),
-  ``DIR/student/<stem>.ipynb`` (solutions replaced by a starter cell, check cells kept, or,
+  each chapter with exercises (:func:`course_chapters`: the preface's too), with the numbers
+  and claim sentences of the book's build in its text (:mod:`.built`: the book must have
+  been built first, ``make book``), ``DIR/student/<stem>.ipynb`` (solutions replaced by a
+  starter cell and a Markdown cell per written part, check cells kept, or,
   with ``--hidden-checks``, saying in words what they verify), ``DIR/instructor/<stem>.ipynb``
   (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks,
   and the chapter's code that the checker runs).
 * ``grade SUBMISSIONS --chapter STEM --out grades.csv [--timeout S] [--unsafe]`` runs every
   submitted notebook in a sandbox (:mod:`.sandbox`) and a fresh kernel, takes its answers
   out as data (:mod:`.answers`), runs the chapter's checks on them in a trusted process
-  (``_checker.py``) and writes one CSV row per student and exercise.
+  (``_checker.py``) and writes one CSV row per student and exercise, and one per written
+  part (a proof's (i), a project's report: 0 of the rubric's points, which the instructor
+  grades).
 
 The chapters' MyST sources (``chapters/*.md``) are the only source of truth
 (:mod:`.source`); the editions are made in :mod:`.editions`; the submissions are found and

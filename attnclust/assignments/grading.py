@@ -22,7 +22,9 @@ For each submission:
    Nothing a submission does to builtins, modules or IPython reaches the checks.
 4. **Score.** An exercise gets its points when all of its checks passed, else 0; the
    feedback is the check's assertion message (which names the exercise and what was
-   expected), or why the check could not run. With ``--executed``, each executed notebook
+   expected), or why the check could not run. Each written part of an exercise (its
+   rubric's, :mod:`.source`) gets a row of its own, 0 of its points, which the instructor
+   fills in. With ``--executed``, each executed notebook
    is saved without the grader's cells, each check cell showing the verdict the student
    edition would print there (correct, not right yet with the hint, not answered yet).
 
