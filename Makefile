@@ -151,7 +151,7 @@ clean:
 	rm -rf _build
 
 # Student and instructor notebooks of every chapter with exercises, and the autograder
-# material (chapters/instructors.md); ASSIGNMENTS_FLAGS=--hidden-checks for graded use (the
+# material (chapters/grading.md); ASSIGNMENTS_FLAGS=--hidden-checks for graded use (the
 # student edition says what each check verifies, without its code). Their text shows the
 # numbers and claim sentences of the book's build (attnclust.assignments.built), so the book
 # is built first if it is missing; a chapter changed since the build is refused until

@@ -16,7 +16,10 @@ build, as jupyter-cache recorded them (``execution_seconds`` of the copy's
 executes the pages side by side, one a core (``cores``), so each time is that of a page sharing
 the machine with others, not alone; the chapter "For instructors" shows them
 (``attnclust.book.reading.compute_seconds``). ``--chapters-from BUILD`` records them from an
-existing build folder instead, without building (``"chapters_from"`` says which).
+existing build folder instead, without building (``"chapters_from"`` says which). Every
+notebook page is timed, the overview after the preface (``at_a_glance``) as much as the
+chapters: a page that ``make book`` executes but that has no time is named in
+``"chapters_missing"`` and in a warning (:func:`missing_pages`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,18 @@ def build(copy: Path, venv_bin: Path) -> dict:
             "load_before": load_before, "load_after": list(os.getloadavg()), "log_tail": tail}
 
 
+def notebook_pages(root: Path = ROOT) -> list[str]:
+    """Stems of the pages ``make book`` executes (the Makefile's ``NOTEBOOK_PAGES``: the
+    chapters whose MyST header names a kernel), which the clean build times."""
+    return sorted(p.stem for p in (Path(root) / "chapters").glob("*.md")
+                  if any(line.startswith("kernelspec:") for line in p.read_text().splitlines()))
+
+
+def missing_pages(seconds: dict[str, float], root: Path = ROOT) -> list[str]:
+    """The notebook pages without an execution time in ``seconds``."""
+    return [stem for stem in notebook_pages(root) if stem not in seconds]
+
+
 def chapter_seconds(build_dir: Path) -> dict[str, float]:
     """Chapter stem -> seconds its notebook took to execute, from the jupyter-cache of
     ``build_dir`` (``_build``); empty when there is no cache or jupyter-cache is missing."""
@@ -83,11 +98,19 @@ def record_chapters(build_dir: Path, out: Path) -> int:
         return 1
     result = json.loads(out.read_text()) if out.is_file() else {}
     result["chapters_s"] = seconds
+    result["chapters_missing"] = _warn_missing(seconds, build_dir.parent)
     result["chapters_from"] = f"{build_dir} ({dt.datetime.now(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ})"
     result["cores"] = os.cpu_count()
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {len(seconds)} chapters' seconds to {out}")
     return 0
+
+
+def _warn_missing(seconds: dict[str, float], root: Path) -> list[str]:
+    missing = missing_pages(seconds, root)
+    if missing:
+        print(f"warning: no execution time for {', '.join(missing)}", file=sys.stderr)
+    return missing
 
 
 def main() -> int:
@@ -127,6 +150,7 @@ def main() -> int:
         "clean_load": clean["load_before"][0], "cached_load": cached["load_before"][0],
         "clean": clean, "cached": cached, "cores": os.cpu_count(),
         "chapters_s": chapters, "chapters_from": "the clean build",
+        "chapters_missing": _warn_missing(chapters, copy),
     }
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     if a.keep:

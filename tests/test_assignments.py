@@ -241,11 +241,11 @@ def test_student_edition_has_no_solution_text(chapter):
 
 
 def test_resubmission_is_explained_to_students_and_instructors(chapter):
-    """The student edition says how to resubmit; the instructors' page says what the
+    """The student edition says how to resubmit; the grading appendix says what the
     student does and what the instructor runs, and that only a changed file is regraded."""
     intro = student_notebook(chapter).cells[0].source
     assert "To resubmit, hand in the notebook again under the same name" in intro
-    page = " ".join((ROOT / "chapters" / "instructors.md").read_text().split())
+    page = " ".join((ROOT / "chapters" / "grading.md").read_text().split())
     said = page[page.index("**Resubmission.**"):][:700]
     for words in ("hands in the notebook again under the same name",
                   "run the same `grade` command, with the same `--out`",
@@ -607,7 +607,9 @@ Kind: project. Level: challenge. Time: about 30 minutes. Run it and write a repo
 ```{solution} ex-toy-4
 :class: dropdown
 
-SECRET-RUBRIC: two points for the runs, one for the report.
+**Rubric** (3 points):
+1. SECRET-RUBRIC: the runs (2 points).
+2. The report (1 point).
 ```
 
 Closing narrative.""")
@@ -616,14 +618,16 @@ Closing narrative.""")
 def test_a_project_is_read_shown_and_left_to_the_instructor(tmp_path):
     """A project (one of UNGRADED_KINDS) needs no check: the student edition gives a
     Markdown cell for the report and no starter code, the instructor edition keeps the
-    rubric, and the grader's row, worth no points, says that the instructor grades it."""
+    rubric, and the grader's row for the report, 0 of the rubric's points, says that the
+    instructor grades it."""
     from attnclust.assignments.editions import REPORT_STARTER
 
     (tmp_path / "chapters").mkdir()
     (tmp_path / "chapters" / "toy.md").write_text(PROJECT)
     ch = parse_chapter(tmp_path / "chapters" / "toy.md")
     assert ch.problems == [] and ch.exercises["ex-toy-4"].kind == "project"
-    assert ch.exercises["ex-toy-4"].points == 0 and ch.total_points == 4
+    assert ch.exercises["ex-toy-4"].points == 0 and ch.exercises["ex-toy-4"].written_points == 3
+    assert (ch.check_points, ch.written_points, ch.total_points) == (4, 3, 7)
     student = student_notebook(ch)
     report = [c for c in student.cells if c.metadata.get("attnclust", {}).get("answer")
               == "ex-toy-4"]
@@ -636,8 +640,9 @@ def test_a_project_is_read_shown_and_left_to_the_instructor(tmp_path):
     settings = grading._settings(60, None, 60, True, None, ())
     grades = grading._score("ada", material, run, set(), {}, {}, settings)
     row = next(g for g in grades if g.exercise == "ex-toy-4")
-    assert (row.points, row.max_points) == (0, 0)
-    assert row.feedback == "ex-toy-4: ungraded, a project is graded by the instructor (rubric in the solution)"
+    assert (row.points, row.max_points, row.part) == (0, 3, "report")
+    assert row.feedback == ("ex-toy-4 report: ungraded here, a written part is graded by the "
+                            "instructor against the rubric in the solution (3 points)")
 
 
 HUGE_CELL = """
@@ -1348,7 +1353,7 @@ def test_attack_run_gives_every_submission_its_rows(attacked):
     assert attacked["status"] == 0
     assert len(attacked["rows"]) == 3 * len(ATTACK_NAMES)
     assert set(next(iter(attacked["rows"].values()))) == {
-        "student", "exercise", "points", "max_points", "feedback"}
+        "student", "number", "exercise", "part", "points", "max_points", "feedback"}
 
 
 @pytest.mark.integration
@@ -1469,8 +1474,17 @@ REAL = course_chapters(ROOT)
 FASTEST_REAL = "mixtures"
 
 
-def test_course_chapters_are_the_theory_and_experiment_parts():
-    assert "mixtures" in REAL and "instructors" not in REAL and "preface" not in REAL
+def test_course_chapters_are_the_theory_and_experiment_parts_and_the_preface():
+    """The course editions cover every chapter with exercises: the Theory and Experiments
+    parts, and the preface (its exercises are session one's); not the overview, which has
+    none, nor the pages of "Using the book"."""
+    from attnclust.assignments.source import EXERCISE_FENCE, toc_chapters
+
+    assert REAL[0] == "preface" and "mixtures" in REAL
+    assert "instructors" not in REAL and "at_a_glance" not in REAL and "grading" not in REAL
+    with_exercises = [Path(f).name for f, _ in toc_chapters(ROOT)
+                      if EXERCISE_FENCE.search((ROOT / f"{f}.md").read_text())]
+    assert REAL == with_exercises
 
 
 @pytest.mark.parametrize("stem", REAL)
@@ -1547,7 +1561,11 @@ Kind: proof. Level: standard. Time: about 10 minutes. Prove that $x^2$ is convex
 ```{solution} ex-toy-4
 :class: dropdown
 
-SECRET-PROOF: the second derivative is 2. Rubric: the second derivative; its sign.
+SECRET-PROOF: the second derivative is 2.
+
+**Rubric** (2 points):
+1. The second derivative (1 point).
+2. Its sign (1 point).
 ```
 
 Closing narrative.""")
@@ -1595,7 +1613,8 @@ def test_the_grader_leaves_a_proof_to_the_instructor(proof_chapter):
     settings = grading._settings(60, None, 60, True, None, ())
     grades = grading._score("ann", material, grading._Run(), set(), {}, {}, settings)
     proof = [g for g in grades if g.exercise == "ex-toy-4"]
-    assert len(proof) == 1 and proof[0].points == 0 and proof[0].max_points == 0
+    assert len(proof) == 1 and (proof[0].points, proof[0].max_points, proof[0].part) == (
+        0, 2, "proof")
     assert "ungraded" in proof[0].feedback and "instructor" in proof[0].feedback
     zero = {g.exercise: g.feedback for g in grading._zero("ann", material, "unreadable")}
     assert "ungraded" in zero["ex-toy-4"] and "unreadable" in zero["ex-toy-1"]
@@ -1603,14 +1622,17 @@ def test_the_grader_leaves_a_proof_to_the_instructor(proof_chapter):
 
 @pytest.mark.integration
 def test_real_chapter_reference_solutions_score_full_marks():
-    """In the sandbox, with the checks run by the trusted checker from the chapter."""
+    """In the sandbox, with the checks run by the trusted checker from the chapter: every
+    check's row has full marks; the written parts' rows are the instructor's to fill in."""
     ch = parse_chapter(ROOT / "chapters" / f"{FASTEST_REAL}.md")
     material = autograder_material(ch)
     assert material["exercises"], f"{FASTEST_REAL} has no exercises"
     grades = grade_notebook(instructor_notebook(ch), material, student="reference",
                             timeout=300, cell_timeout=240)
-    failed = [(g.exercise, g.feedback) for g in grades if g.points != g.max_points]
+    failed = [(g.exercise, g.feedback) for g in grades if g.points != g.max_points and not g.part]
     assert not failed, failed
+    written = [g for g in grades if g.part]  # left to the instructor, with their points
+    assert written and all(g.points == 0 < g.max_points for g in written)
 
 
 def test_to_jupyter_rewrites_roles_and_directives():
@@ -1774,3 +1796,271 @@ def test_exercises_are_numbered_as_the_book_numbers_them():
         numbers += [ex.number for ex in parse_chapter(root / f"{f}.md").exercises.values()]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 30
     assert exercise_offset(Path("/nowhere/chapters/toy.md")) == 0
+
+
+# ---- one numbering, written parts, points --------------------------------------------------
+
+WRITTEN_TOY = TOY.replace("Closing narrative.", '''```{exercise} A root, and why
+:label: ex-toy-4
+
+Kind: open question. Level: standard. Time: about 10 minutes. Find a root of $x^2 - 4$ and
+explain why it is one. Store it in `ex_toy_4`.
+```
+
+```{solution-start} ex-toy-4
+:class: dropdown
+```
+SECRET-WHY: $2^2 - 4 = 0$.
+
+**Rubric** (2 points):
+1. The substitution (1 point).
+2. SECRET-RUBRIC-ITEM: the value zero named (1 point).
+```{code-cell} python3
+ex_toy_4 = 2.0
+```
+```{solution-end}
+```
+
+```{code-cell} python3
+:tags: [remove-input, check]
+# check ex-toy-4 points=1
+assert abs(float(ex_toy_4) ** 2 - 4) < 1e-9, "ex-toy-4: expected a root of x**2 - 4"
+```
+
+```{exercise} Two facts
+:label: ex-toy-5
+
+Kind: proof. Level: standard. Time: about 10 minutes. Prove (i) that $x^2 \\ge 0$ and
+(ii) that $x^2 = 0$ only at $0$.
+```
+
+```{solution} ex-toy-5
+:class: dropdown
+
+**(i)** SECRET-PART-ONE: a square. **(ii)** SECRET-PART-TWO: a product of non-zeros.
+
+**Rubric** (5 points):
+1. **(i)** The square written as a product (2 points).
+2. **(i)** Its sign (1 point).
+3. **(ii)** The product of two non-zero numbers (2 points).
+```
+
+Closing narrative.''')
+
+
+def _book(root: Path, chapters: dict[str, str]) -> Path:
+    """A book at ``root``: ``chapters`` (stem -> source) in its ``_toc.yml``, the first as
+    its root page and the others in a part "Theory"."""
+    (root / "chapters").mkdir(parents=True, exist_ok=True)
+    for stem, text in chapters.items():
+        (root / "chapters" / f"{stem}.md").write_text(text)
+    first, *rest = chapters
+    (root / "_toc.yml").write_text(
+        f"format: jb-book\nroot: chapters/{first}\nparts:\n  - caption: Theory\n    chapters:\n"
+        + "".join(f"      - file: chapters/{stem}\n" for stem in rest))
+    return root
+
+
+@pytest.fixture(scope="module")
+def written_chapter(tmp_path_factory):
+    """WRITTEN_TOY as the second chapter of a book whose first has TOY's three exercises:
+    its exercises are numbered 4 to 8, as the book numbers them."""
+    root = _book(tmp_path_factory.mktemp("writtenbook"),
+                 {"first": TOY, "toy": WRITTEN_TOY})
+    return parse_chapter(root / "chapters" / "toy.md")
+
+
+def _markdown(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_every_edition_names_an_exercise_by_the_books_number(written_chapter):
+    """Headings, answer prompts, solutions and the autograder material use the number the
+    book gives an exercise (on from the chapters before it), never the chapter's own count:
+    before, the heading said "Exercise 1" and its answer cell "exercise 4"."""
+    import re
+
+    ch = written_chapter
+    assert [e.number for e in ch.exercises.values()] == [4, 5, 6, 7, 8]
+    for nb in (student_notebook(ch), instructor_notebook(ch),
+               student_notebook(ch, hidden_checks=True)):
+        md = _markdown(nb) + "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        said = {int(n) for n in re.findall(r"[Ee]xercises? (\d+)", md)}
+        assert said and said <= {4, 5, 6, 7, 8}, said
+        for ex in ch.exercises.values():
+            assert f"**Exercise {ex.number}** (`{ex.label}`) — {ex.title}" in md
+    assert [e["number"] for e in autograder_material(ch)["exercises"]] == [4, 5, 6, 7, 8]
+
+
+def test_rubric_items_carry_points_and_name_their_written_part():
+    from attnclust.assignments.source import parse_rubric
+
+    items, problems = parse_rubric("Text.\n\n**Rubric** (3 points):\n1. **(i)** A (1 point).\n"
+                                   "2. **(ii)** B, which runs\n   over two lines (2 points).\n\n"
+                                   "After the rubric.", "proof")
+    assert problems == []
+    assert [(i.part, i.text, i.points) for i in items] == [
+        ("(i)", "A", 1.0), ("(ii)", "B, which runs over two lines", 2.0)]
+    single, problems = parse_rubric("**Rubric** (4 points):\n1. Runs (1.5 points).\n"
+                                    "2. Report (2.5 points).", "project")
+    assert problems == [] and {i.part for i in single} == {"report"}
+    assert parse_rubric("**Rubric** (1 point):\n1. Why (1 point).", "open question")[0][0].part \
+        == "written answer"
+    for bad, why in [("**Rubric** (what a grader looks for):\n1. A.", "without points"),
+                     ("**Rubric** (3 points):\n1. A (1 point).", "its items give 1"),
+                     ("**Rubric** (2 points):\n1. A.\n2. B (2 points).", "does not end with"),
+                     ("**Rubric** (2 points):\n1. **(i)** A (1 point).\n2. B (1 point).",
+                      "names no part"),
+                     ("**Rubric** (2 points):\n\nNo list.", "no numbered items")]:
+        assert any(why in p for p in parse_rubric(bad, "proof")[1]), (bad, why)
+    assert parse_rubric("No rubric at all.", "proof") == ([], [])
+
+
+def test_a_proof_or_project_without_a_rubric_with_points_is_a_problem(tmp_path):
+    no_points = PROOF_TOY.replace("**Rubric** (2 points):\n1. The second derivative (1 point).\n"
+                                  "2. Its sign (1 point).", "Rubric: the second derivative.")
+    (tmp_path / "toy.md").write_text(no_points)
+    assert any("needs a rubric with points" in p
+               for p in parse_chapter(tmp_path / "toy.md").problems)
+
+
+def test_written_parts_get_answer_cells_points_and_rows(written_chapter):
+    """Every written part gets its own Markdown answer cell in the student edition (after
+    the check cell, for an exercise that code also checks), with its points; the instructor
+    edition has the solution's text and the points by part; the material and the grader give
+    each written part a row of 0 of its points, which the totals keep apart from the
+    checks'."""
+    from attnclust.assignments.gradebook import grade_keys, totals
+
+    ch = written_chapter
+    assert ch.problems == []
+    why, proof = ch.exercises["ex-toy-4"], ch.exercises["ex-toy-5"]
+    assert [(p.name, p.points) for p in why.parts] == [("written answer", 2.0)]
+    assert [(p.name, p.points) for p in proof.parts] == [("(i)", 3.0), ("(ii)", 2.0)]
+    assert (why.points, why.written_points, why.total_points) == (1, 2, 3)
+    assert (ch.check_points, ch.written_points, ch.total_points) == (5, 7, 12)
+
+    student = student_notebook(ch)
+    cells = student.cells
+    answers = [(i, c.metadata["attnclust"].get("part")) for i, c in enumerate(cells)
+               if c.cell_type == "markdown" and "answer" in c.metadata.get("attnclust", {})]
+    assert [part for _, part in answers] == ["written answer", "(i)", "(ii)"]
+    check4 = next(i for i, c in enumerate(cells)
+                  if c.metadata.get("attnclust", {}).get("check") == "ex-toy-4")
+    assert answers[0][0] > check4  # the written answer after the code's answer and its check
+    text = _text(student)
+    for secret in ("SECRET-WHY", "SECRET-PART-ONE", "SECRET-PART-TWO", "SECRET-RUBRIC-ITEM"):
+        assert secret not in text
+    assert "**Your written answer to exercise 7** (`ex-toy-4`, 2 points)" in text
+    assert "**Your answer to exercise 8 (i)** (`ex-toy-5`, 3 points)" in text
+    assert "**Your answer to exercise 8 (ii)** (`ex-toy-5`, 2 points)" in text
+    assert "12 points (5 checked by code, 7 for the written parts)" in cells[0].source
+    assert ("**Exercise 7** (`ex-toy-4`) — A root, and why (3 points: 1 checked by code, 2 for "
+            "the written part)") in text
+
+    instructor = _text(instructor_notebook(ch))
+    for secret in ("SECRET-WHY", "SECRET-PART-ONE", "SECRET-PART-TWO", "SECRET-RUBRIC-ITEM"):
+        assert secret in instructor
+    assert "*5 points: (i) 3, (ii) 2 (written parts: grade them against the rubric" in instructor
+    assert "*3 points: checks 1, written answer 2 (written parts" in instructor
+
+    material = grading.validate_material(json.loads(json.dumps(autograder_material(ch))))
+    assert (material["check_points"], material["written_points"], material["total_points"]) \
+        == (5, 7, 12)
+    assert grade_keys(material) == [("ex-toy-1", ""), ("ex-toy-2", ""), ("ex-toy-3", ""),
+                                    ("ex-toy-4", ""), ("ex-toy-4", "written answer"),
+                                    ("ex-toy-5", "(i)"), ("ex-toy-5", "(ii)")]
+    settings = grading._settings(60, None, 60, True, None, ())
+    rows = grading._score("ann", material, grading._Run(), set(), {}, {}, settings)
+    assert [(g.exercise, g.part) for g in rows] == grade_keys(material)
+    assert [g.number for g in rows] == [4, 5, 6, 7, 7, 8, 8]
+    written = [g for g in rows if g.part]
+    assert [(g.points, g.max_points) for g in written] == [(0, 2), (0, 3), (0, 2)]
+    assert all("graded by the instructor against the rubric" in g.feedback for g in written)
+    zero = grading._zero("ann", material, "unreadable")
+    assert [(g.exercise, g.part) for g in zero] == grade_keys(material)
+    # the totals: what the checks gave, and the written parts' points, apart
+    full = [grading.ExerciseGrade("ann", g.exercise, g.max_points, g.max_points, "", True,
+                                  g.part, g.number) for g in rows]
+    t = totals(rows + [replace_student(g, "bob") for g in full])
+    assert (t["ann"].checked, t["ann"].checked_max, t["ann"].written_max) == (0, 5, 7)
+    assert (t["bob"].points, t["bob"].max_points) == (12, 12)
+
+
+def replace_student(grade, student: str):
+    from dataclasses import replace
+
+    return replace(grade, student=student)
+
+
+def test_the_csv_has_the_number_and_the_part_of_each_row(tmp_path):
+    from attnclust.assignments.gradebook import CSV_FIELDS
+
+    path = write_csv([grading.ExerciseGrade("ann", "ex-toy-5", 0.0, 3.0, "later", True, "(i)",
+                                            8)], tmp_path / "g.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == CSV_FIELDS
+    assert rows == [{"student": "ann", "number": "8", "exercise": "ex-toy-5", "part": "(i)",
+                     "points": "0", "max_points": "3", "feedback": "later"}]
+
+
+def test_material_of_the_previous_format_is_still_read(chapter):
+    """Material written before the written parts (format 2: no parts, no number) grades as
+    before: each exercise's checks, and the chapter's total their points."""
+    material = json.loads(json.dumps(autograder_material(chapter)))
+    for ex in material["exercises"]:
+        del ex["parts"], ex["rubric"], ex["number"]
+    for key in ("total_points", "check_points", "written_points"):
+        del material[key]
+    material = grading.validate_material(material)
+    assert material["total_points"] == material["check_points"] == 4
+    assert material["written_points"] == 0
+    bad = json.loads(json.dumps(autograder_material(chapter)))
+    bad["exercises"][0]["parts"] = [{"name": "(i)", "points": -1}]
+    with pytest.raises(GradingError, match="written parts"):
+        grading.validate_material(bad)
+
+
+def test_asks_to_write_finds_what_a_student_answers_in_words():
+    from attnclust.assignments.source import Exercise, asks_to_write
+
+    def ex(kind, text):
+        return Exercise("ex-t-1", kind=kind,
+                        statement=f"Kind: {kind}. Level: standard. Time: about 5 minutes.\n{text}")
+
+    assert asks_to_write(ex("open question", "Find a mixture, and say why it works."))
+    assert asks_to_write(ex("derivation", "Show (i) that $a \\le b$. Store it in `x`."))
+    assert asks_to_write(ex("derivation", "Along which direction do they grow?"))
+    assert asks_to_write(ex("interpretation", "Pick one and explain your choice. (a) x (b) y"))
+    assert not asks_to_write(ex("interpretation", "Which statement is right? Say which. (a) x"))
+    assert not asks_to_write(ex("interpretation", "What do the heads show? (a) x (b) y"))
+    assert not asks_to_write(ex("coding", "Compute `f(x)?` with `show()`. Store it in `x`."))
+
+
+@pytest.mark.parametrize("stem", REAL)
+def test_real_exercises_give_every_written_part_a_cell_and_points(stem):
+    """In the book: every exercise whose statement asks the student to write has a rubric
+    with points; a proof or project is graded by its rubric alone; an exercise of several
+    written parts names each in its statement and opens each part's solution with it in
+    bold; the student edition has one Markdown answer cell per written part."""
+    from attnclust.assignments.source import RUBRIC_HEAD, asks_to_write
+
+    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
+    assert ch.problems == [], ch.problems
+    student = student_notebook(ch)
+    cells = {(c.metadata["attnclust"]["answer"], c.metadata["attnclust"].get("part"))
+             for c in student.cells if c.cell_type == "markdown"
+             and "answer" in c.metadata.get("attnclust", {})}
+    for ex in ch.exercises.values():
+        if asks_to_write(ex) or not ex.graded:
+            assert ex.rubric and ex.written_points > 0, f"{ex.label}: no rubric with points"
+        assert {(ex.label, p.name) for p in ex.parts} <= cells, ex.label
+        assert ex.total_points == ex.points + sum(p.points for p in ex.parts) > 0, ex.label
+        if len(ex.parts) > 1:
+            solution = "\n".join(ex.solution_text)
+            before_rubric = solution[:RUBRIC_HEAD.search(solution).start()]
+            for part in ex.parts:
+                assert part.name in ex.statement, (ex.label, part.name)
+                assert f"**{part.name}**" in before_rubric, (ex.label, part.name)
+    assert ch.total_points == sum(e.total_points for e in ch.exercises.values())

@@ -255,29 +255,49 @@ def test_real_chapters_have_a_sane_row_each():
 
 
 def _plan_markdown() -> str:
-    """The Markdown of the instructors' page before its appendix (the teaching plan), code
-    cells left out."""
+    """The Markdown of the instructors' page (the teaching guide), code cells left out."""
     from attnclust.assignments.markdown import split_fences
 
     page = (ROOT / "chapters" / "instructors.md").read_text()
-    plan = page[page.index("# For instructors"):page.index("## Appendix: the autograder")]
+    plan = page[page.index("# For instructors"):]
     return "\n\n".join(p for p in split_fences(plan) if isinstance(p, str))
 
 
 def test_instructors_plan_is_free_of_tooling_and_computes_its_minutes():
-    """The teaching plan names every main-path chapter, says no word of the machinery, and
-    types no minutes or seconds: they are glued by a cell that calls attnclust.book.reading."""
+    """The teaching guide names every main-path chapter, says no word of the machinery
+    (which the grading appendix explains), and types no minutes, seconds, points or
+    weights: they are glued by cells that call attnclust.book.reading and the course tools."""
     import re
 
     plan = _plan_markdown()
     assert reading.tooling_sentences(plan) == []
     for f, _ in reading.main_path(ROOT):
         assert f"{{doc}}`{f.split('/')[-1]}`" in plan, f
-    assert not re.search(r"\d\s*(minutes|min|s|seconds)\b", re.sub(r"\{glue:text\}`[^`]*`", "", plan))
+    untyped = re.sub(r"\{glue:text\}`[^`]*`", "", plan)
+    assert not re.search(r"\d\s*(minutes|min|s|seconds|points?|%)\b", untyped)
     page = (ROOT / "chapters" / "instructors.md").read_text()
     assert "book_stats(ROOT)" in page and "compute_seconds(ROOT)" in page
-    assert page.index("## A two-week plan") < page.index("## Appendix: the autograder") \
-        < page.index("### From a fresh clone to a CSV of grades")
+    assert page.index("## A two-week plan") < page.index("## Grading: a suggested weighting") \
+        < page.index("## A short syllabus")
+    assert "{doc}`grading`" in plan and "sandbox" not in plan.lower()
+    for session in range(1, 7):  # every session, the experiment chapters' too, has objectives
+        part = plan[plan.index(f"**Session {session}:"):]
+        part = part[:part.index(f"**Session {session + 1}:")] if session < 6 else part
+        assert "*Objectives:*" in part, session
+
+
+def test_the_grading_appendix_follows_the_instructors_page():
+    """The autograder's machinery is on its own page, right after the instructors' page in
+    the table of contents, with the walk from a clone to a CSV of grades."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    assert files.index("chapters/grading") == files.index("chapters/instructors") + 1
+    page = (ROOT / "chapters" / "grading.md").read_text()
+    assert page.index("# Grading with the course editions") \
+        < page.index("## From a fresh clone to a CSV of grades") < page.index("## The sandbox")
+    assert "## Appendix" not in (ROOT / "chapters" / "instructors.md").read_text()
 
 
 def test_compute_seconds_reads_the_benchmark(tmp_path: Path):
@@ -287,3 +307,23 @@ def test_compute_seconds_reads_the_benchmark(tmp_path: Path):
     assert reading.compute_seconds(tmp_path) == {}
     (tmp_path / "benchmarks" / "book.json").write_text('{"chapters_s": {"mixtures": 28.5}}')
     assert reading.compute_seconds(tmp_path) == {"mixtures": 28.5}
+
+
+def test_the_book_benchmark_times_every_page_on_the_plan(monkeypatch, tmp_path: Path):
+    """make bench-book records the execution time of every page make book executes (the
+    pages with a kernel in their header), so every main-path page on the instructors' plan,
+    the overview after the preface included, gets a compute time; a page left without one
+    is named (benchmarks/book.py, ``chapters_missing``)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import importlib
+
+    book = importlib.import_module("book")
+    pages = book.notebook_pages(ROOT)
+    assert {f.split("/")[-1] for f, _ in reading.main_path(ROOT)} <= set(pages)
+    assert "at_a_glance" in pages and "instructors" in pages and "grading" in pages
+    assert book.missing_pages({p: 1.0 for p in pages}, ROOT) == []
+    assert book.missing_pages({p: 1.0 for p in pages if p != "at_a_glance"}, ROOT) == ["at_a_glance"]
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "page.md").write_text("---\nkernelspec:\n  name: python3\n---\n# P\n")
+    (tmp_path / "chapters" / "plain.md").write_text("# Plain Markdown, not executed\n")
+    assert book.notebook_pages(tmp_path) == ["page"]

@@ -3,16 +3,19 @@
 Two commands (``python -m attnclust.assignments --help``):
 
 * ``build --out DIR [--chapters STEM ...] [--hidden-checks] [--build-dir DIR]`` writes, for
-  each chapter, with the numbers and claim sentences of the book's build in its text
-  (:mod:`.built`: the book must have been built first, ``make book``),
-  ``DIR/student/<stem>.ipynb`` (solutions replaced by a starter cell, check cells kept, or,
+  each chapter with exercises (:func:`course_chapters`: the preface's too), with the numbers
+  and claim sentences of the book's build in its text (:mod:`.built`: the book must have
+  been built first, ``make book``), ``DIR/student/<stem>.ipynb`` (solutions replaced by a
+  starter cell and a Markdown cell per written part, check cells kept, or,
   with ``--hidden-checks``, saying in words what they verify), ``DIR/instructor/<stem>.ipynb``
   (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks,
   and the chapter's code that the checker runs).
 * ``grade SUBMISSIONS --chapter STEM --out grades.csv [--timeout S] [--unsafe]`` runs every
   submitted notebook in a sandbox (:mod:`.sandbox`) and a fresh kernel, takes its answers
   out as data (:mod:`.answers`), runs the chapter's checks on them in a trusted process
-  (``_checker.py``) and writes one CSV row per student and exercise.
+  (``_checker.py``) and writes one CSV row per student and exercise, and one per written
+  part (a proof's (i), a project's report: 0 of the rubric's points, which the instructor
+  grades).
 
 The chapters' MyST sources (``chapters/*.md``) are the only source of truth
 (:mod:`.source`); the editions are made in :mod:`.editions`; the submissions are found and
@@ -78,11 +81,19 @@ COURSE_PARTS = ("Theory", "Experiments")
 
 
 def course_chapters(root: str | Path = ".") -> list[str]:
-    """Stems of the chapters with exercises: those of the ``_toc.yml`` parts in
-    :data:`COURSE_PARTS`, in book order."""
-    from .source import toc_chapters
+    """Stems of the chapters with exercises, in book order: the chapters of the ``_toc.yml``
+    parts in :data:`COURSE_PARTS`, and the pages before them (the root page, the preface,
+    and a part without caption) that state exercises: the preface's are session one's."""
+    from .source import EXERCISE_FENCE, toc_chapters
 
-    return [Path(f).name for f, part in toc_chapters(root) if part in COURSE_PARTS]
+    root = Path(root)
+
+    def has_exercises(f: str) -> bool:
+        path = root / f"{f}.md"
+        return path.is_file() and EXERCISE_FENCE.search(path.read_text()) is not None
+
+    return [Path(f).name for f, part in toc_chapters(root)
+            if part in COURSE_PARTS or (part is None and has_exercises(f))]
 
 
 def build(out: str | Path, chapters: list[str] | None = None, root: str | Path = ".",

@@ -72,7 +72,7 @@ def cmd_build(args) -> int:
     require_extra()
     from . import course_chapters
     from .built import BookNotBuilt, chapter_values
-    from .editions import write_editions
+    from .editions import points_summary, write_editions
     from .grading import check_output_path
     from .source import parse_chapter
 
@@ -98,7 +98,7 @@ def cmd_build(args) -> int:
                                glued=glued)
         n = len(chapter.exercises)
         hidden = " (checks hidden)" if args.hidden_checks else ""
-        print(f"{stem}: {n} exercise{'s' * (n != 1)}, {chapter.total_points:g} points -> "
+        print(f"{stem}: {n} exercise{'s' * (n != 1)}, {points_summary(chapter)} -> "
               f"{paths['student']}{hidden}, {paths['instructor']}")
         for problem in chapter.problems:
             print(f"  warning: {stem}: {problem}", file=sys.stderr)
@@ -112,6 +112,7 @@ def cmd_grade(args) -> int:
     from tqdm.auto import tqdm
 
     from ._text import printable
+    from .gradebook import totals
     from .grading import check_output_path, grade_submissions, require_sandbox
     from .sandbox import Limits
     from .submissions import discover_submissions
@@ -147,12 +148,11 @@ def cmd_grade(args) -> int:
             log=lambda line: bar.write(printable(line), file=sys.stderr))
     finally:
         bar.close()
-    totals: dict[str, float] = {}
-    for g in grades:
-        totals[g.student] = totals.get(g.student, 0.0) + g.points
-    full = float(material["total_points"])
-    for student, pts in totals.items():
-        print(f"{printable(student)}: {pts:g}/{full:g}")
+    # the checks' points, then the written parts' (rows of 0 points for the instructor)
+    for student, t in totals(grades).items():
+        written = (f" from the checks, and {t.written_max:g} points of written parts to grade "
+                   "against the rubrics (rows with a part in the CSV)" if t.written_max else "")
+        print(f"{printable(student)}: {t.checked:g}/{t.checked_max:g}{written}")
     print(f"wrote {printable(out)}")
     unchecked = sorted({g.student for g in grades if not g.final})
     if unchecked:

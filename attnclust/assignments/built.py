@@ -1,5 +1,5 @@
 """The numbers and claim sentences that the book's build computed for a chapter, which every
-notebook edition shows in its text (chapter "For instructors").
+notebook edition shows in its text (the appendix "Grading with the course editions").
 
 The book's build (``make book``: Jupyter Book and MyST-NB) executes every notebook page and
 writes, into its ``jupyter_execute`` folder, the executed notebook ``<page>.ipynb`` and the

@@ -33,11 +33,12 @@ from pathlib import Path
 import nbformat
 
 from .markdown import References, render_roles, to_jupyter
-from .source import Chapter, Exercise, check_description, check_header
+from .source import (SINGLE_PART, Chapter, Exercise, WrittenPart, check_description,
+                     check_header, exercise_heading)
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
-           "install_cell_source", "instructor_notebook", "reader_notebook", "student_notebook",
-           "write_editions"]
+           "install_cell_source", "instructor_notebook", "points_summary", "reader_notebook",
+           "student_notebook", "write_editions"]
 
 STARTER_MARK = "# YOUR ANSWER HERE"
 
@@ -142,6 +143,10 @@ def guarded_check_source(source: str, variable: str) -> str:
             f"        print({CORRECT.format(label=label)!r})\n")
 
 
+def _pts(x: float) -> str:
+    return f"{x:g} point{'s' * (x != 1)}"
+
+
 def _prompt(ex: Exercise, hidden: bool = False) -> str:
     how = {
         "derivation": "Derive it (SymPy helps) in the cell below, adding cells as needed",
@@ -149,8 +154,8 @@ def _prompt(ex: Exercise, hidden: bool = False) -> str:
         "interpretation": "Choose one of the options and write its letter as a string, "
                           "e.g. `\"a\"`",
     }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
-    return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). {how}; store your answer "
-            f"in `{ex.variable}`. The check cell after it "
+    return (f"**Your answer to exercise {ex.number}** (`{ex.label}`, {_pts(ex.points)} checked "
+            f"by code). {how}; store your answer in `{ex.variable}`. The check cell after it "
             + ("says what the grader verifies." if hidden else "tells you whether it is right."))
 
 
@@ -160,33 +165,88 @@ PROOF_STARTER = "*Write your proof here.*"
 REPORT_STARTER = "*Write your report here.*"
 """The text of the Markdown answer cell that the student edition gives a project."""
 
+PART_STARTER = "*Write your answer to {part} here.*"
+"""The text of the Markdown answer cell of one written part of several (``{part}``: ``(i)``)."""
 
-def _proof_prompt(ex: Exercise) -> str:
-    """The prompt of an exercise no check grades: a proof, or a project's report."""
-    if ex.kind == "project":
-        return (f"**Your report for exercise {ex.number}** (`{ex.label}`), a project: write it "
-                "in the Markdown cell below, adding code cells for your runs as needed. No "
-                "check runs on it: your instructor grades it.")
-    return (f"**Your answer to exercise {ex.number}** (`{ex.label}`). Write your {ex.kind} in "
-            "the Markdown cell below (LaTeX between dollar signs), adding cells as needed. "
-            "It is not checked by code: your instructor grades it.")
+WRITTEN_STARTER = "*Write your answer here.*"
+"""The text of the Markdown answer cell of an exercise's only written part, in a kind other
+than a proof or a project (the "explain why" of an open question)."""
 
 
-def _markdown_answer_cell(ex: Exercise) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_markdown_cell(REPORT_STARTER if ex.kind == "project" else PROOF_STARTER)
-    cell.metadata["attnclust"] = {"answer": ex.label}
+def _part_names(ex: Exercise) -> list[WrittenPart]:
+    """The written parts the student edition gives a Markdown cell: the rubric's, or, for a
+    proof or project without one, a single part of no points."""
+    if ex.parts:
+        return ex.parts
+    return [WrittenPart(SINGLE_PART.get(ex.kind, "written answer"), 0.0)] if not ex.graded else []
+
+
+def _single(ex: Exercise) -> bool:
+    return len(_part_names(ex)) == 1
+
+
+def _part_prompt(ex: Exercise, part: WrittenPart) -> str:
+    """The prompt before the Markdown answer cell of one written part of ``ex``."""
+    worth = f", {_pts(part.points)}" if part.points else ""
+    graded = "No check runs on it: your instructor grades it" + (
+        " against the rubric." if part.points else ".")
+    if ex.kind == "project" and _single(ex):
+        return (f"**Your report for exercise {ex.number}** (`{ex.label}`{worth}), a project: "
+                "write it in the Markdown cell below, adding code cells for your runs as "
+                f"needed. {graded}")
+    latex = "(LaTeX between dollar signs), adding cells as needed. "
+    if _single(ex):
+        what = (f"**Your {ex.kind} for exercise {ex.number}**" if ex.kind == "proof" else
+                f"**Your written answer to exercise {ex.number}**")
+        asks = ("it" if not ex.graded else
+                "in words what the exercise asks you to say, explain or show,")
+        return f"{what} (`{ex.label}`{worth}). Write {asks} in the Markdown cell below {latex}{graded}"
+    return (f"**Your answer to exercise {ex.number} {part.name}** (`{ex.label}`{worth}). Write "
+            f"it in the Markdown cell below {latex}{graded}")
+
+
+def _markdown_answer_cell(ex: Exercise, part: WrittenPart) -> nbformat.NotebookNode:
+    if not _single(ex):
+        text = PART_STARTER.format(part=part.name)
+    else:
+        text = {"project": REPORT_STARTER, "proof": PROOF_STARTER}.get(ex.kind, WRITTEN_STARTER)
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.metadata["attnclust"] = {"answer": ex.label, "part": part.name}
     return cell
 
 
 def _ungraded_note(chapter: Chapter) -> str:
-    """A sentence naming the exercises that no check grades (proofs, projects), or nothing."""
-    left = [e for e in chapter.exercises.values() if not e.graded]
-    if not left:
+    """A sentence naming the exercises answered in words (proofs, projects, and the written
+    parts of the others), or nothing."""
+    written = [e for e in chapter.exercises.values() if _part_names(e)]
+    if not written:
         return ""
-    names = ", ".join(f"{e.number} (a {e.kind})" for e in left)
-    return (f" Exercise{'s' if len(left) > 1 else ''} {names} {'are' if len(left) > 1 else 'is'}"
-            " answered in words, in a Markdown cell, and graded by your instructor, not by "
+    names = ", ".join(
+        f"{e.number} ({'a ' + e.kind if not e.graded else 'its written part' + 's' * (len(e.parts) > 1)})"
+        for e in written)
+    return (f" Exercise{'s' if len(written) > 1 else ''} {names}"
+            f" {'are' if len(written) > 1 else 'is'} answered in words, in Markdown cells (one "
+            "for each written part), and graded by your instructor against a rubric, not by "
             "code.")
+
+
+def points_summary(chapter: Chapter) -> str:
+    """``N points (C checked by code, W for the written parts)``, or ``N points`` when one of
+    them is zero."""
+    total = f"{_pts(chapter.total_points)}"
+    if chapter.check_points and chapter.written_points:
+        return (f"{total} ({chapter.check_points:g} checked by code, "
+                f"{chapter.written_points:g} for the written parts)")
+    return total
+
+
+def _rubric_line(ex: Exercise) -> str:
+    """The instructor edition's line after "Solution to exercise N": the exercise's points,
+    by check and by written part (the rubric's sums)."""
+    bits = [f"checks {ex.points:g}"] if ex.points else []
+    bits += [f"{p.name} {p.points:g}" for p in ex.parts]
+    return (f"*{_pts(ex.total_points)}: " + ", ".join(bits) + " (written parts: grade them "
+            "against the rubric below).*" if ex.parts else f"*{_pts(ex.total_points)}.*")
 
 
 _VALUES_NOTE = (" The numbers and measured statements in the text are those of the book's "
@@ -195,13 +255,13 @@ _VALUES_NOTE = (" The numbers and measured statements in the text are those of t
 
 
 def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
-    n, pts = len(chapter.exercises), f"{chapter.total_points:g}"
+    n, pts = len(chapter.exercises), points_summary(chapter)
     if student:
         check = ("the check cell after it says what the grader verifies (the check itself "
                  "runs when your notebook is graded)" if hidden else
                  "the check cell after it tells you whether your answer is right")
         return (f"*Student edition of the chapter `{chapter.stem}` of the attnclust book: "
-                f"{n} exercises, {pts} points.* For each exercise that code checks, replace "
+                f"{n} exercises, {pts}; each exercise's heading gives its points.* For each exercise that code checks, replace "
                 f"the starter cell (`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
                 f"{check}. Answers are numbers, strings (for the multiple-choice "
                 "questions), NumPy or JAX arrays, or SymPy expressions. Run the whole "
@@ -209,10 +269,15 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
                 "notebook again under the same name: a changed file is graded again, an "
                 "unchanged one keeps its grade." + _ungraded_note(chapter) + _VALUES_NOTE)
     return (f"*Instructor edition of the chapter `{chapter.stem}` of the attnclust book: "
-            f"{n} exercises, {pts} points, with the reference solutions.*" + _VALUES_NOTE)
+            f"{n} exercises, {pts}, with the reference solutions; after each solution's "
+            "heading, its points by check and written part, and the written parts' rubrics "
+            "in the solutions.*" + _VALUES_NOTE)
 
 
-def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat.NotebookNode:
+def _assemble(chapter: Chapter, student: bool, hidden: bool = False,
+              course: bool = True) -> nbformat.NotebookNode:
+    """The edition's cells; ``course``: a course edition (student or instructor), whose
+    headings show each exercise's points (the reader edition's do not)."""
     nb = _new_nb(chapter)
     macros = chapter.refs.macro_definitions() if chapter.refs else ""
     intro = _intro(chapter, student, hidden)
@@ -224,9 +289,20 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             nb.cells.append(nbformat.v4.new_markdown_cell(to_jupyter("\n\n".join(md), chapter.refs)))
             md.clear()
 
-    for p in chapter.pieces:
+    # the written parts of an exercise that code checks come after its last check cell
+    last_check = {p.label: i for i, p in enumerate(chapter.pieces) if p.kind == "check"}
+
+    def written(ex: Exercise) -> None:
+        for part in _part_names(ex):
+            md.append(_part_prompt(ex, part))
+            flush()
+            nb.cells.append(_markdown_answer_cell(ex, part))
+
+    for i, p in enumerate(chapter.pieces):
         ex = chapter.exercises.get(p.label) if p.label else None
-        if p.kind in ("text", "exercise"):
+        if p.kind == "exercise" and p.head and ex is not None:
+            md.append(exercise_heading(ex, points=course))
+        elif p.kind in ("text", "exercise"):
             md.append(p.source)
         elif p.kind == "code":
             flush()
@@ -234,16 +310,17 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
                                        else p.source, p.cell))
         elif p.kind == "answer":
             if student and not ex.graded:
-                md.append(_proof_prompt(ex))
-                flush()
-                nb.cells.append(_markdown_answer_cell(ex))
+                written(ex)
             elif student:
                 md.append(_prompt(ex, hidden))
                 flush()
                 nb.cells.append(_code_cell(f"{ex.variable} = None  {STARTER_MARK}",
                                            extra_meta={"attnclust": {"answer": ex.label}}))
+                if p.label not in last_check:
+                    written(ex)
             else:
-                md.append(f"**Solution to exercise {ex.number}** (`{ex.label}`).")
+                md.append(f"**Solution to exercise {ex.number}** (`{ex.label}`)."
+                          + (f" {_rubric_line(ex)}" if course else ""))
         elif p.kind == "solution_text":
             if not student:
                 md.append(p.source)
@@ -257,6 +334,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False) -> nbformat
             source = (hidden_check_source(p.source, ex.variable, ex.number) if hidden else
                       guarded_check_source(p.source, ex.variable) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
+            if student and last_check.get(p.label) == i and ex.graded:
+                written(ex)
     flush()
     _resolve_alt_texts(nb, chapter.refs or References())
     return nb
@@ -332,7 +411,7 @@ def reader_notebook(chapter: Chapter, glued: dict[str, dict],
     from ``repository`` where it is missing (:func:`install_cell_source`). With
     ``executed`` (the notebook the build executed), each code cell carries that build's
     outputs, figures included (:func:`carry_outputs`)."""
-    nb = instructor_notebook(chapter, glued)
+    nb = _assemble(_with_values(chapter, glued), student=False, course=False)
     macros = (chapter.refs or References()).macro_definitions()
     nb.cells[0].source = READER_NOTE.format(stem=chapter.stem) + (f"\n\n{macros}" if macros else "")
     if executed is not None:
@@ -373,21 +452,29 @@ def carry_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode,
         i = j + 1
 
 
-MATERIAL_FORMAT = 2
-"""Version of the autograder material's layout (2: with the chapter's ``program``)."""
+MATERIAL_FORMAT = 3
+"""Version of the autograder material's layout (2: with the chapter's ``program``; 3: with
+each exercise's number, written parts and rubric, and the chapter's points by checks and by
+written parts)."""
 
 
 def autograder_material(chapter: Chapter) -> dict:
-    """What grading needs, as JSON-able data: each exercise's label, variable, kind, points
-    and checks, and the ``program`` that the trusted checker runs (the chapter's narrative
-    code and checks in order, without the solutions: :meth:`.Chapter.program`)."""
+    """What grading needs, as JSON-able data: each exercise's label, number (the book's),
+    variable, kind, points (its checks'), checks, written parts (``parts``: name and points)
+    and rubric, and the ``program`` that the trusted checker runs (the chapter's narrative
+    code and checks in order, without the solutions: :meth:`.Chapter.program`). The
+    chapter's ``total_points`` are ``check_points`` plus ``written_points``."""
     return {
         "format": MATERIAL_FORMAT,
         "chapter": chapter.stem,
         "total_points": chapter.total_points,
+        "check_points": chapter.check_points,
+        "written_points": chapter.written_points,
         "exercises": [
             {"label": e.label, "number": e.number, "title": e.title, "kind": e.kind,
-             "variable": e.variable, "points": e.points, "checks": e.checks}
+             "variable": e.variable, "points": e.points, "checks": e.checks,
+             "parts": [{"name": p.name, "points": p.points} for p in e.parts],
+             "rubric": [{"part": r.part, "text": r.text, "points": r.points} for r in e.rubric]}
             for e in chapter.exercises.values()
         ],
         "program": chapter.program(),

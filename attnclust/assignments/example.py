@@ -1,7 +1,8 @@
-"""A worked example of the whole pipeline on a tiny chapter (used by chapters/instructors.md).
+"""A worked example of the whole pipeline on a tiny chapter (used by chapters/grading.md).
 
-:data:`EXAMPLE_CHAPTER` is a three-exercise chapter in the book's exercise format; it imports
-only NumPy and SymPy, so a kernel runs it in a second or two. :func:`run_example` builds its
+:data:`EXAMPLE_CHAPTER` is a three-exercise chapter in the book's exercise format, the third
+with a written part (a rubric of one point) besides its check; it imports only NumPy and
+SymPy, so a kernel runs it in a second or two. :func:`run_example` builds its
 editions in a folder, makes two submissions (the reference solutions, and a student edition
 with one wrong answer and one answer that raises), grades the folder (in the sandbox when
 this machine can make one) and returns the rows of the CSV.
@@ -77,13 +78,17 @@ assert abs(float(ex_toy_2) - 2.0) < 1e-9, "ex-toy-2: expected the mean 2.0"
 ```{exercise} A choice
 :label: ex-toy-3
 
-Is $x^2$ convex? (a) yes (b) no. Kind: interpretation. Store your answer in `ex_toy_3`.
+Is $x^2$ convex? (a) yes (b) no. Kind: interpretation. Store your answer in `ex_toy_3`,
+and explain your choice.
 ```
 
 ```{solution-start} ex-toy-3
 :class: dropdown
 ```
 Its second derivative is positive.
+
+**Rubric** (1 point):
+1. The second derivative, 2, and its sign (1 point).
 ```{code-cell} python3
 ex_toy_3 = "a"
 ```

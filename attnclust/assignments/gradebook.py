@@ -1,4 +1,5 @@
-"""The grades of a grading run, on disk as they are given (chapter "For instructors").
+"""The grades of a grading run, on disk as they are given (the appendix "Grading with the
+course editions", chapters/grading.md).
 
 :func:`write_csv` writes the grades CSV (one row per student and exercise) atomically: a
 temporary file in the same folder, renamed over the old one, so that a run killed at any
@@ -26,10 +27,13 @@ from pathlib import Path
 
 from ._text import csv_cell
 
-__all__ = ["CSV_FIELDS", "ExerciseGrade", "Gradebook", "atomic_write", "write_csv"]
+__all__ = ["CSV_FIELDS", "ExerciseGrade", "Gradebook", "Totals", "atomic_write", "grade_keys",
+           "totals", "write_csv"]
 
-CSV_FIELDS = ["student", "exercise", "points", "max_points", "feedback"]
-"""The columns of the grades CSV."""
+CSV_FIELDS = ["student", "number", "exercise", "part", "points", "max_points", "feedback"]
+"""The columns of the grades CSV: ``number`` is the exercise's number as the book and the
+editions number it, ``exercise`` its label, ``part`` empty for what its checks give and the
+written part's name (``(i)``, ``proof``, ``report``) for a row the instructor grades."""
 
 
 @dataclass
@@ -44,11 +48,66 @@ class ExerciseGrade:
     final: bool = True
     """False when the grader, not the submission, kept it from being checked (a resumed
     run grades it again); not a column of the CSV."""
+    part: str = ""
+    """Empty for the points of the exercise's checks; the name of a written part for its
+    row, which the instructor grades against the rubric (0 points until then)."""
+    number: int = 0
+    """The exercise's number, as the book and the editions number it (0: not known)."""
 
     def row(self) -> dict:
-        return {"student": csv_cell(self.student), "exercise": csv_cell(self.exercise),
+        return {"student": csv_cell(self.student), "number": str(self.number or ""),
+                "exercise": csv_cell(self.exercise), "part": csv_cell(self.part),
                 "points": _fmt(self.points), "max_points": _fmt(self.max_points),
                 "feedback": csv_cell(self.feedback)}
+
+
+def grade_keys(material: dict) -> list[tuple[str, str]]:
+    """``(label, part)`` of each row a student gets, in order: an exercise's checks (part
+    ``""``; for a kind that checks grade, or a proof or project without written parts), then
+    its written parts."""
+    from .source import UNGRADED_KINDS
+
+    keys = []
+    for ex in material["exercises"]:
+        parts = [p["name"] for p in ex.get("parts") or ()]
+        if ex.get("kind") not in UNGRADED_KINDS or not parts:
+            keys.append((ex["label"], ""))
+        keys += [(ex["label"], name) for name in parts]
+    return keys
+
+
+@dataclass
+class Totals:
+    """A student's points: ``checked`` of ``checked_max`` from the checks, and ``written``
+    of ``written_max`` from the written parts (0 until the instructor fills them in)."""
+
+    checked: float = 0.0
+    checked_max: float = 0.0
+    written: float = 0.0
+    written_max: float = 0.0
+
+    @property
+    def points(self) -> float:
+        return self.checked + self.written
+
+    @property
+    def max_points(self) -> float:
+        return self.checked_max + self.written_max
+
+
+def totals(grades: Iterable[ExerciseGrade]) -> dict[str, Totals]:
+    """Each student's :class:`Totals`, summed over the rows, in the order students first
+    appear."""
+    out: dict[str, Totals] = {}
+    for g in grades:
+        t = out.setdefault(g.student, Totals())
+        if g.part:
+            t.written += g.points
+            t.written_max += g.max_points
+        else:
+            t.checked += g.points
+            t.checked_max += g.max_points
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -81,8 +140,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def write_csv(grades: Iterable[ExerciseGrade], path: str | Path) -> Path:
-    """Write the grades as CSV with columns student, exercise, points, max_points, feedback,
-    atomically (a temporary file in the same folder, renamed over ``path``)."""
+    """Write the grades as CSV with the columns :data:`CSV_FIELDS`, atomically (a temporary file in the same folder, renamed over ``path``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
@@ -122,7 +180,7 @@ class Gradebook:
         self.out = None if out is None else Path(out)
         self.order = list(students)
         self.fingerprint = fingerprint
-        self._labels = [ex["label"] for ex in material["exercises"]]
+        self._keys = grade_keys(material)
         self._rows: dict[str, list[ExerciseGrade]] = {}
         self._files: dict[str, str] = {}
         self.kept: list[str] = []
@@ -151,7 +209,7 @@ class Gradebook:
             grades = _grades(entry.get("rows")) if isinstance(entry, dict) else None
             if (student in self.order and grades is not None
                     and isinstance(entry.get("file"), str)
-                    and [g.exercise for g in grades] == self._labels
+                    and [(g.exercise, g.part) for g in grades] == self._keys
                     and all(g.student == student and g.final for g in grades)):
                 self._rows[student], self._files[student] = grades, entry["file"]
 

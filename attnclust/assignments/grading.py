@@ -22,7 +22,9 @@ For each submission:
    Nothing a submission does to builtins, modules or IPython reaches the checks.
 4. **Score.** An exercise gets its points when all of its checks passed, else 0; the
    feedback is the check's assertion message (which names the exercise and what was
-   expected), or why the check could not run. With ``--executed``, each executed notebook
+   expected), or why the check could not run. Each written part of an exercise (its
+   rubric's, :mod:`.source`) gets a row of its own, 0 of its points, which the instructor
+   fills in. With ``--executed``, each executed notebook
    is saved without the grader's cells, each check cell showing the verdict the student
    edition would print there (correct, not right yet with the hint, not answered yet).
 
@@ -147,6 +149,15 @@ def validate_material(material: object, source: str = "the autograder material")
                 and isinstance(ex.get("checks"), list)
                 and all(isinstance(c, str) for c in ex["checks"])):
             raise bad("an exercise without label, variable, points or checks")
+        parts = ex.setdefault("parts", [])  # material of format 2 has none
+        if not (isinstance(parts, list) and all(
+                isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"]
+                and isinstance(p.get("points"), (int, float))
+                and not isinstance(p.get("points"), bool) and p["points"] >= 0 for p in parts)
+                and len({p["name"] for p in parts}) == len(parts)):
+            raise bad("an exercise whose written parts are not named with their points")
+        if not isinstance(ex.setdefault("number", 0), int) or isinstance(ex["number"], bool):
+            raise bad("an exercise whose number is not an integer")
         labels.add(ex["label"])
     program = material.get("program")
     if not isinstance(program, list):
@@ -161,7 +172,10 @@ def validate_material(material: object, source: str = "the autograder material")
             ok = item.get("kind") == "code"
         if not ok:
             raise bad("a malformed program item")
-    material.setdefault("total_points", sum(float(e["points"]) for e in exercises))
+    material.setdefault("check_points", sum(float(e["points"]) for e in exercises))
+    material.setdefault("written_points", sum(float(p["points"]) for e in exercises
+                                              for p in e["parts"]))
+    material.setdefault("total_points", material["check_points"] + material["written_points"])
     return material
 
 
@@ -742,25 +756,43 @@ def _not_run_feedback(label: str, occ: int, run: _Run, settings: _Settings) -> s
     return f"{label}: not graded, the check did not run"
 
 
+def _written_rows(student: str, ex: dict, final: bool = True) -> list[ExerciseGrade]:
+    """The rows of ``ex``'s written parts: 0 points of each part's, for the instructor to
+    grade against the rubric; or, for a proof or project without written parts, one row of
+    0 points (:func:`ungraded_feedback`)."""
+    number = int(ex.get("number") or 0)
+    parts = ex.get("parts") or []
+    if not parts and ex.get("kind") in UNGRADED_KINDS:
+        return [ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
+                              ungraded_feedback(ex["label"], ex["kind"]), final, "", number)]
+    return [ExerciseGrade(student, ex["label"], 0.0, float(p["points"]),
+                          ungraded_feedback(ex["label"], ex.get("kind", ""), p["name"],
+                                            float(p["points"])), final, p["name"], number)
+            for p in parts]
+
+
 def _score(student: str, material: dict, run: _Run, blank: set[str], results: dict,
            chapter_errors: dict, settings: _Settings) -> list[ExerciseGrade]:
-    """One grade per exercise: the points of each of its check cells that passed (an
-    exercise tested by several check cells earns the points of those it passes), all of
-    them checked on one answer (:func:`_settle`)."""
+    """One grade per exercise's checks: the points of each of its check cells that passed
+    (an exercise tested by several check cells earns the points of those it passes), all of
+    them checked on one answer (:func:`_settle`); then one row of 0 points per written part,
+    which the instructor grades (:func:`_written_rows`)."""
     program = material["program"]
     grades = []
     for ex in material["exercises"]:
         label = ex["label"]
+        number = int(ex.get("number") or 0)
         items = [(i, item) for i, item in enumerate(program)
                  if item["kind"] == "check" and item["label"] == label]
         final = not run.grader_failed
         if ex.get("kind") in UNGRADED_KINDS:
-            grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
-                                        ungraded_feedback(label, ex["kind"]), final))
+            grades += _written_rows(student, ex, final)
             continue
         if not items:
             grades.append(ExerciseGrade(student, label, 0.0, float(ex["points"]),
-                                        f"{label}: the chapter has no check for it", final))
+                                        f"{label}: the chapter has no check for it", final,
+                                        "", number))
+            grades += _written_rows(student, ex, final)
             continue
         points, failures = 0.0, []
         for i, item in items:
@@ -787,20 +819,29 @@ def _score(student: str, material: dict, run: _Run, blank: set[str], results: di
             f" ({len(items) - len(failures)} of {len(items)} checks passed)"
             if len(items) > 1 and points else "")
         grades.append(ExerciseGrade(student, label, min(points, float(ex["points"])),
-                                    float(ex["points"]), feedback, final))
+                                    float(ex["points"]), feedback, final, "", number))
+        grades += _written_rows(student, ex, final)
     return grades
 
 
-def ungraded_feedback(label: str, kind: str) -> str:
-    """The feedback of an exercise that no check grades (a proof): left to the instructor."""
-    return f"{label}: ungraded, a {kind} is graded by the instructor (rubric in the solution)"
+def ungraded_feedback(label: str, kind: str, part: str = "", points: float = 0.0) -> str:
+    """The feedback of what no check grades, left to the instructor: a proof or project
+    (``part`` empty: no rubric with points), or one written part of ``points`` points."""
+    if not part:
+        return f"{label}: ungraded, a {kind} is graded by the instructor (rubric in the solution)"
+    return (f"{label} {part}: ungraded here, a written part is graded by the instructor "
+            f"against the rubric in the solution ({points:g} point{'s' * (points != 1)})")
 
 
 def _zero(student: str, material: dict, reason: str) -> list[ExerciseGrade]:
-    return [ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
-                          ungraded_feedback(ex["label"], ex["kind"])
-                          if ex.get("kind") in UNGRADED_KINDS else f"{ex['label']}: {reason}")
-            for ex in material["exercises"]]
+    rows = []
+    for ex in material["exercises"]:
+        if ex.get("kind") not in UNGRADED_KINDS:
+            rows.append(ExerciseGrade(student, ex["label"], 0.0, float(ex["points"]),
+                                      f"{ex['label']}: {reason}", True, "",
+                                      int(ex.get("number") or 0)))
+        rows += _written_rows(student, ex)
+    return rows
 
 
 # ---- the public entry points -------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The chapters' MyST Markdown: its fenced blocks, and its rewriting as plain Jupyter
-Markdown for the student and instructor notebooks (chapter "For instructors").
+Markdown for the student and instructor notebooks (the appendix "Grading with the course
+editions").
 
 :func:`split_fences` splits Markdown into plain text and top-level fenced blocks
 (:class:`Fenced`, a MyST directive when named); :mod:`.source` reads the exercises with it.

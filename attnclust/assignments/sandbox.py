@@ -1,4 +1,5 @@
-"""Run a command in a bubblewrap sandbox (chapter "For instructors", section "Safety").
+"""Run a command in a bubblewrap sandbox (the appendix "Grading with the course editions",
+section "The sandbox").
 
 The grader runs every submitted notebook, and the checks, in a sandbox made by
 `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, Debian package

@@ -27,6 +27,21 @@ written as in the book's brief (CONTRIBUTING.md, "Exercises")::
     assert ..., "ex-<stem>-<n>: expected ..."
     ```
 
+A solution may end with a **rubric** for the parts of the exercise that the student answers
+in words (a proof, a project's report, the "explain why" of an open question): a paragraph
+``**Rubric** (N points):`` and a numbered list whose items each end with their points, and
+start with the written part they grade in bold where the exercise has several::
+
+    **Rubric** (3 points):
+    1. **(i)** The weights tend to $1/L$ (1 point).
+    2. **(ii)** The normalisation by the largest score, ties handled (2 points).
+
+Each written part (``(i)``, ``(ii)``; with no bold part, one part named by the kind:
+:data:`SINGLE_PART`) is worth the points of its items (:class:`RubricItem`,
+:class:`WrittenPart`); the student edition gives each its own Markdown answer cell, the
+grader a row that the instructor fills in. An exercise's total is its checks' points plus its
+rubric's (:attr:`Exercise.total_points`).
+
 A check reads the exercise's answer variable and what the chapter's narrative code defines;
 it runs, when grading, on the answer exported as data (:mod:`.answers`), in a copy of the
 namespace of the chapter's own narrative code, not in the student's kernel. A ``proof``
@@ -67,11 +82,13 @@ kernelspec:
 ---
 """
 """The jupytext header every chapter starts with: a MyST Markdown notebook on the python3
-kernel (CONTRIBUTING.md; chapter "For instructors", chapters/instructors.md)."""
+kernel (CONTRIBUTING.md; the appendix "Grading with the course editions", chapters/grading.md)."""
 
 __all__ = [
-    "CHECK_LINE", "Chapter", "Exercise", "HEADLINE", "KINDS", "LEVELS", "Piece", "UNGRADED_KINDS",
-    "check_description", "check_header", "exercise_headline", "parse_chapter", "parse_notebook", "toc_chapters",
+    "CHECK_LINE", "Chapter", "Exercise", "HEADLINE", "KINDS", "LEVELS", "Piece", "RUBRIC_HEAD",
+    "RubricItem", "SINGLE_PART", "UNGRADED_KINDS", "WrittenPart", "asks_to_write",
+    "check_description", "check_header", "exercise_heading", "exercise_headline", "parse_chapter",
+    "parse_notebook", "parse_rubric", "toc_chapters",
 ]
 
 KINDS = ("derivation", "coding", "interpretation", "proof", "open question", "project")
@@ -110,6 +127,108 @@ VERIFIES_LINE = re.compile(r"^\s*#\s*verifies:\s*(?P<text>.*\S)\s*$")
 the check in the student edition with hidden checks."""
 
 
+RUBRIC_HEAD = re.compile(r"^\*\*Rubric\*\*\s*\((?P<total>\d+(?:\.\d+)?)\s+points?\)\s*[:.]?\s*$",
+                         re.M)
+"""The line that opens a rubric with points: ``**Rubric** (N points):``."""
+
+_ANY_RUBRIC = re.compile(r"^\*\*Rubric\*\*", re.M)
+_ITEM_START = re.compile(r"^\s{0,3}\d+\.\s+")
+_ITEM = re.compile(r"^(?:\*\*(?P<part>[^*]+?)\*\*[:.]?\s+)?(?P<text>.*?)\s*"
+                   r"\((?P<points>\d+(?:\.\d+)?)\s+points?\)\s*\.?$", re.S)
+
+SINGLE_PART = {"project": "report", "proof": "proof"}
+"""The name of the only written part of an exercise whose rubric names no part, by kind
+(any other kind: ``"written answer"``)."""
+
+
+@dataclass
+class RubricItem:
+    """One item of a rubric: what a grader looks for, in which written part, for how many
+    points."""
+
+    part: str
+    text: str
+    points: float
+
+
+@dataclass
+class WrittenPart:
+    """A part of an exercise that the student answers in words: its name (``(i)``, or
+    :data:`SINGLE_PART`'s), and its points, those of its rubric items."""
+
+    name: str
+    points: float
+
+
+def parse_rubric(solution: str, kind: str = "") -> tuple[list[RubricItem], list[str]]:
+    """The rubric items of a solution's Markdown (see the module docstring) and the problems
+    found: a rubric without points, an item without points, a total that is not the sum of
+    its items, items of several parts of which one names none."""
+    problems: list[str] = []
+    head = RUBRIC_HEAD.search(solution)
+    if head is None:
+        if _ANY_RUBRIC.search(solution):
+            problems.append("a rubric without points: write '**Rubric** (N points):' and "
+                            "end each item with its points, '(2 points)'")
+        return [], problems
+    items: list[list[str]] = []
+    for line in solution[head.end():].lstrip("\n").splitlines():
+        if not line.strip():
+            if items:
+                break
+            continue
+        if _ITEM_START.match(line):
+            items.append([_ITEM_START.sub("", line, count=1).strip()])
+        elif items:
+            items[-1].append(line.strip())
+        else:
+            break
+    parsed: list[RubricItem] = []
+    for n, lines in enumerate(items, start=1):
+        m = _ITEM.match(" ".join(lines))
+        if not m:
+            problems.append(f"rubric item {n} does not end with its points, '(2 points)'")
+            continue
+        part = (m["part"] or "").strip().rstrip(":.").strip()
+        parsed.append(RubricItem(part, m["text"].strip(), float(m["points"])))
+    if not items:
+        problems.append("a rubric with no numbered items")
+    named = {i.part for i in parsed if i.part}
+    if named and any(not i.part for i in parsed):
+        problems.append("a rubric item names no part, and others do: start each item with its "
+                        "part in bold, '**(i)**'")
+    if not named:
+        single = SINGLE_PART.get(kind, "written answer")
+        parsed = [RubricItem(single, i.text, i.points) for i in parsed]
+    total = sum(i.points for i in parsed)
+    if parsed and abs(total - float(head["total"])) > 1e-9:
+        problems.append(f"the rubric says {float(head['total']):g} points, its items give "
+                        f"{total:g}")
+    return parsed, problems
+
+
+# "show" asks to write when it opens a clause ("show that", "show (i) that"), not as a verb
+# of seeing ("the tilt that the heads show")
+_SHOW = r"show(?=\s+(?:that|how|why|\())"
+_WRITE_WORDS = re.compile(r"\b(explain|say|prove|argue|conclude|justify|describe|discuss)\b|\b"
+                          + _SHOW, re.I)
+_WRITE_WORDS_CHOICE = re.compile(r"\b(explain|prove|argue|justify|describe|discuss)\b|\b" + _SHOW,
+                                 re.I)
+
+
+def asks_to_write(ex: "Exercise") -> bool:
+    """Whether the statement of ``ex`` asks the student to write (to explain, say, show,
+    prove, argue, conclude, or a question to answer in words), math and code aside: such an
+    exercise needs a rubric (its written parts). A multiple-choice question's stem asks its
+    question of the options, so only an explicit explain/show/prove/argue/justify counts there."""
+    text = ex.statement.strip()
+    text = text.split("\n", 1)[1] if exercise_headline(text) and "\n" in text else text
+    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", " ", text, flags=re.S)
+    if ex.kind == "interpretation":
+        return bool(_WRITE_WORDS_CHOICE.search(text))
+    return bool(_WRITE_WORDS.search(text) or "?" in text)
+
+
 def check_header(source: str) -> tuple[str, float] | None:
     """``(label, points)`` if the first non-empty line of ``source`` is a check header."""
     for line in source.splitlines():
@@ -143,6 +262,9 @@ class Piece:
     source: str
     label: str | None = None
     cell: nbformat.NotebookNode | None = None
+    head: bool = False
+    """An exercise's heading and statement (its number and points are written by
+    :func:`exercise_heading` when an edition is made, once the whole chapter is read)."""
 
 
 @dataclass
@@ -159,7 +281,28 @@ class Exercise:
     solution_code: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     points: float = 0.0
+    """The points of its check cells (what the grader gives)."""
     number: int = 0
+    rubric: list[RubricItem] = field(default_factory=list)
+    """The rubric of its written parts (:func:`parse_rubric`), from its solution."""
+
+    @property
+    def parts(self) -> list[WrittenPart]:
+        """Its written parts, in the rubric's order, each worth its items' points."""
+        out: dict[str, float] = {}
+        for item in self.rubric:
+            out[item.part] = out.get(item.part, 0.0) + item.points
+        return [WrittenPart(name, pts) for name, pts in out.items()]
+
+    @property
+    def written_points(self) -> float:
+        """The points of its written parts (graded by the instructor, from the rubric)."""
+        return sum(item.points for item in self.rubric)
+
+    @property
+    def total_points(self) -> float:
+        """Its checks' points plus its rubric's."""
+        return self.points + self.written_points
 
     @property
     def graded(self) -> bool:
@@ -297,8 +440,19 @@ class Chapter:
     refs: References | None = None  # what its MyST roles point to
 
     @property
-    def total_points(self) -> float:
+    def check_points(self) -> float:
+        """The points its check cells give (the grader's share)."""
         return sum(e.points for e in self.exercises.values())
+
+    @property
+    def written_points(self) -> float:
+        """The points of its exercises' written parts (the instructor's share)."""
+        return sum(e.written_points for e in self.exercises.values())
+
+    @property
+    def total_points(self) -> float:
+        """Every exercise's points: the checks' and the rubrics'."""
+        return self.check_points + self.written_points
 
     def program(self) -> list[dict]:
         """What the trusted checker runs: the narrative code cells and the check cells in
@@ -322,9 +476,21 @@ class Chapter:
         return items
 
 
-def _exercise_markdown(ex: Exercise) -> str:
+def _points(x: float) -> str:
+    return f"{x:g} point{'s' * (x != 1)}"
+
+
+def exercise_heading(ex: Exercise, points: bool = True) -> str:
+    """The heading and statement of ``ex`` in an edition: its number as the book numbers it
+    (``**Exercise 41**``), its label and title, and with ``points`` its total, split between
+    the checks and the written parts when it has both."""
     title = f" — {ex.title}" if ex.title else ""
-    return f"**Exercise {ex.number}** (`{ex.label}`){title}\n\n{ex.statement}".rstrip()
+    worth = ""
+    if points and ex.total_points:
+        split = (f": {ex.points:g} checked by code, {ex.written_points:g} for the written "
+                 f"part{'s' * (len(ex.parts) > 1)}" if ex.points and ex.written_points else "")
+        worth = f" ({_points(ex.total_points)}{split})"
+    return f"**Exercise {ex.number}** (`{ex.label}`){title}{worth}\n\n{ex.statement}".rstrip()
 
 
 def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
@@ -375,7 +541,8 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
                         km = re.search(r"Kind\W{0,6}(derivation|coding|interpretation|proof|project)",
                                        part.body, re.I)
                         ex.kind = km[1].lower() if km else ex.kind
-                    pieces.append(Piece("exercise", _exercise_markdown(ex), label))
+                    pieces.append(Piece("exercise", exercise_heading(ex, points=False), label,
+                                        head=True))
                     if name == "exercise-start":
                         in_exercise = label
                 elif name == "exercise-end":
@@ -428,6 +595,10 @@ def parse_notebook(nb: nbformat.NotebookNode, stem: str) -> Chapter:
         problems.append(f"solution of {in_solution} is never closed ({{solution-end}})")
     problems += solution_only_uses(pieces, exercises) + check_only_uses(pieces)
     for ex in exercises.values():
+        ex.rubric, rubric_problems = parse_rubric("\n\n".join(ex.solution_text), ex.kind)
+        problems += [f"{ex.label}: {p}" for p in rubric_problems]
+        if not ex.graded and not ex.rubric and not rubric_problems:
+            problems.append(f"{ex.label}: a {ex.kind} needs a rubric with points in its solution")
         if ex.graded and not ex.checks:
             problems.append(f"{ex.label}: no check cell")
         if not ex.graded and ex.checks:

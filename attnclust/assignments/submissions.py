@@ -1,4 +1,5 @@
-"""Find and read the submitted notebooks of a folder (chapter "For instructors", "Grading").
+"""Find and read the submitted notebooks of a folder (the appendix "Grading with the course
+editions").
 
 :func:`discover_submissions` maps each student to one notebook and accounts for every other
 entry of the folder: a submission that is a link (symbolic, or a file with other names) gets
