@@ -64,7 +64,7 @@ def two_words_data(demo: dict) -> dict:
 def plot_two_words(demo: dict) -> matplotlib.figure.Figure:
     """Two panels on the prompt of ``demo``: the two-head layer (left) and identity attention
     (right); grey segments from tokens to outputs (the risk), red segments from outputs to
-    their centroid (the distortion), for the first :data:`SHOWN` tokens of each cluster."""
+    their centroid (the distortion), for the first ``SHOWN`` tokens of each cluster."""
     nums = two_words_data(demo)
     X, labels, mu = np.asarray(demo["X"]), np.asarray(demo["labels"]), np.asarray(demo["centroids"])
     shown = np.concatenate([np.flatnonzero(labels == c)[:SHOWN] for c in range(len(mu))])
