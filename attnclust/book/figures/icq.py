@@ -169,7 +169,7 @@ def distortion_vs_lam(size: str = "small"):
         ax.axhline(bench.row(name).distortion.estimate, ls=style, lw=1.3, color=_method_style(name)[0], label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("temperature $\\lambda$")
+    ax.set_xlabel("inverse temperature $\\lambda$")
     ax.set_ylabel("distortion $E\\|\\mathrm{output} - \\mu_{c}\\|^2$")
     fig.legend(loc="outside lower center", ncols=2)
     ax.set_title(f"K=2, d=5, r=2, $\\sigma$=0.5, {bench.n} prompts")
