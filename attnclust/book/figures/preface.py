@@ -7,7 +7,7 @@ distortion, drawn on the preface's prompt.
   length averaged over the tokens is the *risk* (a reconstruction error, def-risks), and each
   output to its own centroid by a red one, whose squared length averaged is the *distortion*
   (an oracle error against the centroids, def-distortion) (:func:`two_words_data`): the
-  trained layer has the lower risk, identity attention the lower distortion.
+  two-head layer has the lower risk, identity attention the lower distortion.
 """
 
 from __future__ import annotations
@@ -102,6 +102,6 @@ def plot_two_words(demo: dict) -> matplotlib.figure.Figure:
 
 @register("preface-two-words", chapter="preface")
 def preface_two_words(size: str = "small") -> matplotlib.figure.Figure:
-    """Risk and distortion on the preface's prompt: the trained two-head layer has the lower
-    risk, identity attention the lower distortion."""
+    """Risk and distortion on the preface's prompt: the two-head layer (the heads of
+    ``attention.preface_heads``) has the lower risk, identity attention the lower distortion."""
     return plot_two_words(layer_outputs_demo(size))

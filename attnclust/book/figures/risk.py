@@ -145,7 +145,8 @@ def risk_gap(size: str = "small") -> plt.Figure:
 def aligned_branch_data(size: str = "small") -> dict:
     """kappa*(lam) on the aligned manifold (``symbolic.aligned_branch``) and the tilted
     large-L minimiser over lam (``symbolic.tilt_branch``) for r = 2, sigma = 0.5, d = 5, lam
-    from 0.02 (nearly affine layer) to 4; with the oracle-quantizer and floor risks."""
+    from 0.02 (nearly affine layer) to 4; with the oracle-quantizer and floor risks.
+    ``norm_tilted`` is the tilted minimiser's head norm sqrt(c^2 + eps^2), the plotted one."""
     _check_size(size)
     lams = np.geomspace(0.02, 4.0, 8 if size == "small" else 33)
     n = 20 if size == "small" else 40
@@ -153,7 +154,8 @@ def aligned_branch_data(size: str = "small") -> dict:
     tb = symbolic.tilt_branch(lams, DEFAULT.r, DEFAULT.sigma, d=DEFAULT.d, n=n)
     return {"lam": lams, "c_aligned": br["c"], "risk_aligned": br["risk"],
             "oracle": DEFAULT.d * DEFAULT.sigma ** 2, "floor": (DEFAULT.d - 2) * DEFAULT.sigma ** 2,
-            "c_tilted": tb["c"], "eps_tilted": tb["eps"], "cos_tilted": tb["cos"],
+            "c_tilted": tb["c"], "eps_tilted": tb["eps"], "norm_tilted": np.hypot(tb["c"], tb["eps"]),
+            "cos_tilted": tb["cos"],
             "risk_tilted": tb["risk"], "tilt_gradient": tb["tilt_gradient"]}
 
 
@@ -168,7 +170,7 @@ def aligned_branch(size: str = "small") -> plt.Figure:
     a, b, c = panels["a"], panels["b"], panels["c"]
     ticks = [0.02, 0.1, 0.5, 1, 4]
     a.plot(D["lam"], D["c_aligned"], "o-", label=r"aligned $\kappa^\star(\lambda)$")
-    a.plot(D["lam"], np.hypot(D["c_tilted"], D["eps_tilted"]), "s--",
+    a.plot(D["lam"], D["norm_tilted"], "s--",
            label=r"tilted minimiser $\|\theta_h\|$")
     a.set_ylabel("head norm")
     b.plot(D["lam"], D["cos_tilted"], "s-", color="C1")
