@@ -124,7 +124,7 @@ def results(size: str = "small") -> dict:
     out["stack_ari"] = np.asarray(aris)
     # a 2-D prompt (d = 2) for the trajectories
     X2, lab2, mus2 = ac.sample_in_context(k_2d, K, 2, R, SIGMA, 1, 60)
-    out["traj"] = np.asarray(ac.identity_stack(X2, LAM, 8))[:, 0]
+    out["traj"] = np.asarray(ac.identity_stack(X2, LAM, depth))[:, 0]   # as deep as the other panels
     out["traj_labels"] = np.asarray(lab2[0])
     out["traj_centroids"] = np.asarray(mus2[0])
     # the 2-D illustration of the trained layer: fixed mixture, and one in-context prompt
@@ -156,7 +156,7 @@ def distortion_vs_lam(size: str = "small"):
     fig, ax = plt.subplots(figsize=(WIDTH, 6.2))
     lams = res["lams"]
     ax.plot(lams, res["D_bound"], "k--", label="bound $B(\\lambda)$ (large $L$)")
-    ax.plot(lams, res["D_exact"], "k-", label="exact $D(\\lambda)$ (large $L$)")
+    ax.plot(lams, res["D_exact"], "k-", label="exact $D_\\infty(\\lambda)$ (large $L$)")
     ax.plot(lams, res["D_L"], "o-", color="tab:blue", label=f"identity, $L={res['L']}$")
     ax.plot(lams, res["D_long"], "s-", color="tab:orange", ms=4, label=f"identity, $L={res['L_long']}$")
     free = bench.row(B.IDENTITY)
