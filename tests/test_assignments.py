@@ -2141,3 +2141,77 @@ def test_real_exercises_give_every_written_part_a_cell_and_points(stem):
                 assert part.name in ex.statement, (ex.label, part.name)
                 assert f"**{part.name}**" in before_rubric, (ex.label, part.name)
     assert ch.total_points == sum(e.total_points for e in ch.exercises.values())
+
+
+# ---- the student HTML book: the built book without its solutions -------------------------
+
+_PAGE = """<html><body><nav><ul><li><a href="../_sources/chapters/toy.ipynb" download>.ipynb</a></li>
+<li><a href="../_sources/chapters/toy.md">.md</a></li></ul></nav>
+<div class="exercise admonition" id="ex-toy-1"><p>Differentiate x cubed.</p></div>
+<div class="solution dropdown admonition" id="chapters/toy-solution-2">
+<p class="admonition-title">Solution to Exercise 1</p><p>The answer is 3 x squared.</p>
+<p><strong>Rubric</strong> (2 points):</p><img src="../_images/solution.png" alt="a solution"/>
+</div>
+<img src="../_images/narrative.png" alt="the narrative's figure"/></body></html>"""
+
+
+@pytest.fixture
+def built_html(tmp_path) -> Path:
+    """A toy built book: a page with an exercise, its solution (with a figure) and the
+    download buttons of its sources."""
+    html = tmp_path / "html"
+    for path, text in {"index.html": "<html><body>index</body></html>",
+                       "chapters/toy.html": _PAGE, "_sources/chapters/toy.ipynb": "{}",
+                       "_sources/chapters/toy.md": "solution", "_images/solution.png": "png",
+                       "_images/narrative.png": "png"}.items():
+        (html / path).parent.mkdir(parents=True, exist_ok=True)
+        (html / path).write_text(text)
+    return html
+
+
+def test_the_student_html_book_has_no_solutions(built_html, tmp_path):
+    from attnclust.assignments.student_html import solution_blocks, student_book
+
+    assert solution_blocks(built_html) == {"chapters/toy.html": 1}
+    out = tmp_path / "student"
+    assert student_book(built_html, out) == {"chapters/toy.html": 1}
+    page = (out / "chapters" / "toy.html").read_text()
+    assert solution_blocks(out) == {}
+    assert "Solution to Exercise" not in page and "3 x squared" not in page and "Rubric" not in page
+    assert "Differentiate x cubed." in page and "narrative.png" in page  # the rest stays
+    assert "_sources" not in page and not (out / "_sources").exists()  # no notebook, no .md
+    assert not (out / "_images" / "solution.png").exists()
+    assert (out / "_images" / "narrative.png").is_file()
+    assert solution_blocks(built_html) == {"chapters/toy.html": 1}  # the book is untouched
+    (out / "stale.html").write_text("old")
+    student_book(built_html, out)  # replaces the folder
+    assert not (out / "stale.html").exists()
+    with pytest.raises(ValueError, match="inside the book"):
+        student_book(built_html, built_html / "student")
+    with pytest.raises(ValueError, match="not a built HTML book"):
+        student_book(tmp_path / "nowhere", tmp_path / "x")
+
+
+def test_student_html_command(built_html, tmp_path, capsys):
+    out = tmp_path / "student"
+    assert cli(["student-html", "--html", str(built_html), "--out", str(out)]) == 0
+    assert "1 solution blocks removed from 1 pages" in capsys.readouterr().out
+    assert cli(["student-html", "--html", str(tmp_path / "none"), "--out", str(out)]) == 1
+    assert "make book" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not (ROOT / "_build" / "html" / "index.html").is_file(),
+                    reason="the book has not been built (make book)")
+def test_the_student_copy_of_the_built_book_has_no_solutions(tmp_path):
+    """On the book itself, as make book-student makes it: every chapter with exercises loses
+    exactly its solution blocks, and keeps its exercises."""
+    from attnclust.assignments.student_html import solution_blocks, student_book
+
+    html = ROOT / "_build" / "html"
+    before = solution_blocks(html)
+    assert student_book(html, tmp_path / "student") == before and before
+    assert solution_blocks(tmp_path / "student") == {}
+    for page in before:
+        text = (tmp_path / "student" / page).read_text(encoding="utf-8")
+        assert 'class="exercise' in text and "Solution to Exercise" not in text, page

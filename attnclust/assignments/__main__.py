@@ -216,6 +216,24 @@ def _configure(p: argparse.ArgumentParser) -> None:
     g.set_defaults(func=_guarded(cmd_grade))
 
 
+    h = sub.add_parser("student-html", help="copy the built HTML book without its solutions "
+                                            "(after make book)")
+    h.add_argument("--html", default="_build/html", help="the built book (default _build/html)")
+    h.add_argument("--out", default="_build/student",
+                   help="folder to write, replaced if it exists (default _build/student)")
+    h.set_defaults(func=_guarded(cmd_student_html))
+
+
+def cmd_student_html(args) -> int:
+    """Copy the built book without its solution blocks (:mod:`.student_html`)."""
+    from .student_html import student_book
+
+    removed = student_book(args.html, args.out)
+    print(f"{args.out}: the book without its solutions ({sum(removed.values())} solution "
+          f"blocks removed from {len(removed)} pages, the page sources and notebooks left out)")
+    return 0
+
+
 _DESCRIPTION = "Student/instructor notebooks and autograding of the book's exercises."
 
 
