@@ -8,21 +8,11 @@ from pathlib import Path
 import pytest
 
 from attnclust.assignments import parse_chapter
+from attnclust.assignments.source import MYST_HEADER
 from attnclust.assignments.plan import (assignments, section_minutes, strip_section,
                                         student_minutes)
 from attnclust.book.reading import WORDS_PER_MINUTE
 
-HEAD = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 
 def _exercise(n: int, kind: str, level: str, minutes: int) -> str:
@@ -54,7 +44,7 @@ Store your answer in `ex_toy_{n}`.
 {check}"""
 
 
-TEXT = HEAD + """
+TEXT = MYST_HEADER + """
 # Toy
 
 Ten words of prose here, to be read by the learner today.

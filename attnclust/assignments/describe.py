@@ -95,6 +95,19 @@ def _keys(node: ast.AST) -> list[str]:
     return []
 
 
+def _tolerance(bound: ast.AST, entrywise: bool) -> str:
+    """The words for a comparison ``abs(answer - expected) < bound`` (``entrywise``: the
+    largest entry of an array's difference): a literal bound quoted, a multiple of a
+    computed error, or a computed tolerance."""
+    each = "each entry " if entrywise else ""
+    tol = _num(bound)
+    if tol is not None:
+        return f"{each}to within {tol:g}" + ("" if entrywise else " (absolute error)")
+    if isinstance(bound, ast.BinOp) and (factor := _num(bound.left)) is not None:
+        return f"{each}to within {factor:g} times a statistical error the check measures"
+    return f"{each}to within a tolerance the check computes"
+
+
 def _facts(source: str, variable: str) -> list[str]:
     """How the check compares the answer, in words, in the order found."""
     try:
@@ -174,24 +187,11 @@ def _facts(source: str, variable: str) -> list[str]:
                 if shape is not None:
                     add(f"of shape {shape}")
                 continue
-            if isinstance(left, ast.Call) and ast.unparse(left.func) in ("abs", "np.abs"):
-                tol = _num(rights[0])
-                if tol is not None:
-                    add(f"to within {tol:g} (absolute error)")
-                elif isinstance(rights[0], ast.BinOp) and _num(rights[0].left) is not None:
-                    add(f"to within {_num(rights[0].left):g} times a statistical error the "
-                        "check measures")
-                else:
-                    add("to within a tolerance the check computes")
-                continue
-            if (isinstance(left, ast.Call) and ast.unparse(left.func).endswith(".max")
-                    and "abs" in text):
-                tol = _num(rights[0])
-                if tol is not None:
-                    add(f"each entry to within {tol:g}")
-                elif isinstance(rights[0], ast.BinOp) and _num(rights[0].left) is not None:
-                    add(f"each entry to within {_num(rights[0].left):g} times an error the "
-                        "chapter measures")
+            entrywise = (isinstance(left, ast.Call) and ast.unparse(left.func).endswith(".max")
+                         and "abs" in text)
+            if entrywise or (isinstance(left, ast.Call)
+                             and ast.unparse(left.func) in ("abs", "np.abs")):
+                add(_tolerance(rights[0], entrywise))
                 continue
             if len(ops) == 2 and all(isinstance(o, (ast.Lt, ast.LtE)) for o in ops):
                 add("a number inside a range the check computes (strict bounds)")
