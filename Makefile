@@ -34,7 +34,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # mount and network namespaces; attnclust/assignments/sandbox.py); its tests need it.
 BWRAP ?= /usr/bin/bwrap
 
-.PHONY: venv lab book test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book replicate
+.PHONY: venv lab book book-student test unit integration quick browser browser-deps sandbox-deps clean assignments bench bench-book replicate
 
 # JAX's and XLA's settings live in scripts/jax_env.py alone (why there, and what they are:
 # its docstring): the compilation cache in _build/.jax-cache that the tests, the book's
@@ -150,9 +150,17 @@ test: $(STAMP)
 clean:
 	rm -rf _build
 
-# Student and instructor notebooks of every chapter with exercises, and the autograder
-# material (chapters/grading.md); ASSIGNMENTS_FLAGS=--hidden-checks for graded use (the
-# student edition says what each check verifies, without its code). Their text shows the
+# A copy of the built book without the solutions, for students: _build/student (every
+# solution block, the page sources and the notebook downloads removed from a copy of
+# _build/html; attnclust/assignments/student_html.py). The book is built first if missing.
+book-student: $(STAMP)
+	test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	$(PY) -m attnclust.assignments student-html --html _build/html --out _build/student
+
+# Student, practice and instructor notebooks of every chapter with exercises, and the
+# autograder material (chapters/grading.md): the student edition, for graded work, says
+# what each check verifies without its code (ASSIGNMENTS_FLAGS=--visible-checks shows the
+# checks); the practice edition, for self-study, shows them. Their text shows the
 # numbers and claim sentences of the book's build (attnclust.assignments.built), so the book
 # is built first if it is missing; a chapter changed since the build is refused until
 # make book runs again. Grade with (in a bubblewrap sandbox: make sandbox-deps installs it):

@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -334,9 +335,15 @@ def test_hidden_checks_say_what_they_verify_without_expected_values(chapter):
     for expected in ("3 * x**2", "3*x**2", "2.0", '== "a"', "expected (a)", "assert"):
         assert expected not in text, expected
     assert all(ln.startswith("#") for c in checks for ln in c.splitlines())
-    assert "# What the grader verifies: that `ex_toy_2` is the mean of the five values." in \
-        checks[1]
-    assert "`ex_toy_1` to exercise 1" in checks[0]  # no `# verifies:` line: a general one
+    # the author's words first, then what to store, how it is compared and the tolerance
+    assert ("# What the grader verifies: that `ex_toy_2` is the mean of the five values: "
+            "`ex_toy_2` holds a number or an array; to within 1e-09 (absolute error) "
+            "(exercise 2).") in checks[1]
+    # no `# verifies:` line: the line is made from the statement and the check's code alone
+    assert ("`ex_toy_1` holds a SymPy expression; compared symbolically (the simplified "
+            "difference must be 0) (exercise 1)") in checks[0]
+    assert "compared as a letter, ignoring case and spaces" in checks[2]
+    assert "against the chapter's own computation" not in text
     assert "runs when your notebook is graded" in nb.cells[0].source
     assert "tells you whether" not in text and "says what the grader verifies" in text
     assert "3 * x**2" in _text(instructor_notebook(chapter))
@@ -344,14 +351,32 @@ def test_hidden_checks_say_what_they_verify_without_expected_values(chapter):
     assert "2.0" in _text(student_notebook(chapter))  # the practice edition shows them
 
 
-def test_build_writes_hidden_checks_on_request(book, tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--hidden-checks"]])
+def test_build_hides_the_student_editions_checks_by_default(book, tmp_path, flags):
+    """The student edition, for graded work, hides its checks unless asked to show them;
+    the practice edition, for self-study, shows them; the instructor edition and the
+    material keep them."""
     assert cli(["--root", str(book), "build", "--out", str(tmp_path), "--chapters", "toy",
-                "--hidden-checks"]) == 0
+                *flags]) == 0
     student = nbformat.read(tmp_path / "student" / "toy.ipynb", as_version=4)
-    assert "3 * x**2" not in _text(student)
+    assert "3 * x**2" not in _text(student) and "What the grader verifies" in _text(student)
+    assert student.cells[0].source.startswith("*Student edition")
+    practice = nbformat.read(tmp_path / "practice" / "toy.ipynb", as_version=4)
+    assert "3 * x**2" in _text(practice) and "What the grader verifies" not in _text(practice)
+    assert practice.cells[0].source.startswith("*Practice edition, for self-study,")
     assert "3 * x**2" in _text(nbformat.read(tmp_path / "instructor" / "toy.ipynb", 4))
     material = json.loads((tmp_path / "autograder" / "toy.json").read_text())
     assert validate_material(material)["chapter"] == "toy"
+
+
+def test_build_shows_the_student_editions_checks_on_request(book, tmp_path):
+    assert cli(["--root", str(book), "build", "--out", str(tmp_path), "--chapters", "toy",
+                "--visible-checks"]) == 0
+    student = nbformat.read(tmp_path / "student" / "toy.ipynb", as_version=4)
+    assert "3 * x**2" in _text(student) and "What the grader verifies" not in _text(student)
+    with pytest.raises(SystemExit):  # the two flags contradict each other
+        cli(["--root", str(book), "build", "--out", str(tmp_path), "--chapters", "toy",
+             "--visible-checks", "--hidden-checks"])
 
 
 GLUED_TOY = TOY.replace("Narrative that stays in every edition.\n", """Narrative that stays in every edition.
@@ -385,7 +410,7 @@ def glued_book(tmp_path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("flags", [[], ["--hidden-checks"]])
+@pytest.mark.parametrize("flags", [[], ["--visible-checks"]])
 def test_editions_show_the_built_numbers_and_claim_sentences(glued_book, tmp_path, flags):
     """The student and instructor editions show the number the build glued, formatted as
     the role asks, and the claim's sentence, in their text and in a figure's alt text:
@@ -393,7 +418,7 @@ def test_editions_show_the_built_numbers_and_claim_sentences(glued_book, tmp_pat
     out = tmp_path / "out"
     assert cli(["--root", str(glued_book), "build", "--out", str(out), "--chapters", "toy",
                 *flags]) == 0
-    for edition in ("student", "instructor"):
+    for edition in ("student", "practice", "instructor"):
         nb = nbformat.read(out / edition / "toy.ipynb", as_version=4)
         md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert ("The mean of the toy data is 2.00 over 5 values, and\nOver the 5 values the "
@@ -1521,6 +1546,58 @@ def test_real_chapter_exercises_and_student_edition(stem):
 
 
 @pytest.mark.parametrize("stem", REAL)
+def test_every_hidden_check_says_what_it_verifies(stem):
+    """With hidden checks, every check of the book says specifically what it verifies: the
+    answer variable, what to store, and the tolerance where the check has a literal one;
+    never the general line, never a check's message or an expected letter."""
+    from attnclust.assignments.describe import GENERIC_WORDS
+
+    ch = parse_chapter(ROOT / "chapters" / f"{stem}.md")
+    nb = student_notebook(ch, hidden_checks=True)
+    cells = {c.metadata["attnclust"]["check"]: c.source for c in nb.cells
+             if "check" in c.metadata.get("attnclust", {})}
+    for ex in (e for e in ch.exercises.values() if e.checks):
+        line = next(ln for ln in cells[ex.label].splitlines()
+                    if ln.startswith("# What the grader verifies: "))
+        assert GENERIC_WORDS not in line, ex.label
+        assert f"`{ex.variable}` holds " in line and f"(exercise {ex.number})" in line, line
+        assert "; " in line, f"{ex.label}: nothing said about the comparison: {line}"
+        for check in ex.checks:
+            messages = re.findall(r'"(ex-[^"]*expected[^"]*)"', check)
+            assert not any(m.split(": ", 1)[1] in line for m in messages), ex.label
+            if re.search(r"\babs\(.*\)\s*<\s*[0-9.e-]+\s*,", check) and ex.kind != "open question":
+                assert "to within " in line, f"{ex.label}: no tolerance in {line}"
+            if ex.kind == "interpretation":
+                assert "compared as a letter" in line, line
+                key = re.search(r'== "([a-d])"', check)
+                assert not key or f'"{key[1]}"' not in line.replace('such as "a"', ""), line
+
+
+def test_a_multiple_choice_prompt_follows_what_the_statement_asks_to_store(chapter):
+    """A multiple-choice question asks for a letter, unless its statement asks to store
+    something else: then its prompt asks for that (the book's Ex 30: a pair of an eigenvalue
+    and a letter), not for the letter alone."""
+    def prompt(nb, label):
+        return next(par for c in nb.cells if c.cell_type == "markdown"
+                    for par in c.source.split("\n\n")
+                    if par.startswith("**Your answer to exercise") and label in par)
+
+    assert "Choose one of the options and write its letter as a string" in prompt(
+        student_notebook(chapter), "ex-toy-3")
+    pair = copy.deepcopy(chapter)
+    pair.exercises["ex-toy-3"].statement = pair.exercises["ex-toy-3"].statement.replace(
+        "Store your answer in `ex_toy_3`", "Store the pair `(value, letter)` in `ex_toy_3`")
+    text = prompt(student_notebook(pair), "ex-toy-3")
+    assert "Choose one of the options and write its letter" not in text
+    assert ("store the pair `(value, letter)` (the option's letter as a string, e.g. `\"a\"`) "
+            "in `ex_toy_3`") in text
+    real = parse_chapter(ROOT / "chapters" / "training_dynamics.md")
+    ex = next(e for e in real.exercises.values() if "(eigenvalue, letter)" in e.statement)
+    text = prompt(student_notebook(real), ex.label)
+    assert "store the pair `(eigenvalue, letter)`" in text and "write its letter" not in text
+
+
+@pytest.mark.parametrize("stem", REAL)
 def test_every_course_exercise_states_its_kind_level_and_time(stem):
     """The first line of every exercise's statement is ``Kind: <kind>. Level: <level>. Time:
     about <N> minutes.``, with a known kind and level and a positive time."""
@@ -2064,3 +2141,77 @@ def test_real_exercises_give_every_written_part_a_cell_and_points(stem):
                 assert part.name in ex.statement, (ex.label, part.name)
                 assert f"**{part.name}**" in before_rubric, (ex.label, part.name)
     assert ch.total_points == sum(e.total_points for e in ch.exercises.values())
+
+
+# ---- the student HTML book: the built book without its solutions -------------------------
+
+_PAGE = """<html><body><nav><ul><li><a href="../_sources/chapters/toy.ipynb" download>.ipynb</a></li>
+<li><a href="../_sources/chapters/toy.md">.md</a></li></ul></nav>
+<div class="exercise admonition" id="ex-toy-1"><p>Differentiate x cubed.</p></div>
+<div class="solution dropdown admonition" id="chapters/toy-solution-2">
+<p class="admonition-title">Solution to Exercise 1</p><p>The answer is 3 x squared.</p>
+<p><strong>Rubric</strong> (2 points):</p><img src="../_images/solution.png" alt="a solution"/>
+</div>
+<img src="../_images/narrative.png" alt="the narrative's figure"/></body></html>"""
+
+
+@pytest.fixture
+def built_html(tmp_path) -> Path:
+    """A toy built book: a page with an exercise, its solution (with a figure) and the
+    download buttons of its sources."""
+    html = tmp_path / "html"
+    for path, text in {"index.html": "<html><body>index</body></html>",
+                       "chapters/toy.html": _PAGE, "_sources/chapters/toy.ipynb": "{}",
+                       "_sources/chapters/toy.md": "solution", "_images/solution.png": "png",
+                       "_images/narrative.png": "png"}.items():
+        (html / path).parent.mkdir(parents=True, exist_ok=True)
+        (html / path).write_text(text)
+    return html
+
+
+def test_the_student_html_book_has_no_solutions(built_html, tmp_path):
+    from attnclust.assignments.student_html import solution_blocks, student_book
+
+    assert solution_blocks(built_html) == {"chapters/toy.html": 1}
+    out = tmp_path / "student"
+    assert student_book(built_html, out) == {"chapters/toy.html": 1}
+    page = (out / "chapters" / "toy.html").read_text()
+    assert solution_blocks(out) == {}
+    assert "Solution to Exercise" not in page and "3 x squared" not in page and "Rubric" not in page
+    assert "Differentiate x cubed." in page and "narrative.png" in page  # the rest stays
+    assert "_sources" not in page and not (out / "_sources").exists()  # no notebook, no .md
+    assert not (out / "_images" / "solution.png").exists()
+    assert (out / "_images" / "narrative.png").is_file()
+    assert solution_blocks(built_html) == {"chapters/toy.html": 1}  # the book is untouched
+    (out / "stale.html").write_text("old")
+    student_book(built_html, out)  # replaces the folder
+    assert not (out / "stale.html").exists()
+    with pytest.raises(ValueError, match="inside the book"):
+        student_book(built_html, built_html / "student")
+    with pytest.raises(ValueError, match="not a built HTML book"):
+        student_book(tmp_path / "nowhere", tmp_path / "x")
+
+
+def test_student_html_command(built_html, tmp_path, capsys):
+    out = tmp_path / "student"
+    assert cli(["student-html", "--html", str(built_html), "--out", str(out)]) == 0
+    assert "1 solution blocks removed from 1 pages" in capsys.readouterr().out
+    assert cli(["student-html", "--html", str(tmp_path / "none"), "--out", str(out)]) == 1
+    assert "make book" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not (ROOT / "_build" / "html" / "index.html").is_file(),
+                    reason="the book has not been built (make book)")
+def test_the_student_copy_of_the_built_book_has_no_solutions(tmp_path):
+    """On the book itself, as make book-student makes it: every chapter with exercises loses
+    exactly its solution blocks, and keeps its exercises."""
+    from attnclust.assignments.student_html import solution_blocks, student_book
+
+    html = ROOT / "_build" / "html"
+    before = solution_blocks(html)
+    assert student_book(html, tmp_path / "student") == before and before
+    assert solution_blocks(tmp_path / "student") == {}
+    for page in before:
+        text = (tmp_path / "student" / page).read_text(encoding="utf-8")
+        assert 'class="exercise' in text and "Solution to Exercise" not in text, page

@@ -2,12 +2,14 @@
 
 Two commands (``python -m attnclust.assignments --help``):
 
-* ``build --out DIR [--chapters STEM ...] [--hidden-checks] [--build-dir DIR]`` writes, for
+* ``build --out DIR [--chapters STEM ...] [--visible-checks] [--build-dir DIR]`` writes, for
   each chapter with exercises (:func:`course_chapters`: the preface's too), with the numbers
   and claim sentences of the book's build in its text (:mod:`.built`: the book must have
-  been built first, ``make book``), ``DIR/student/<stem>.ipynb`` (solutions replaced by a
-  starter cell and a Markdown cell per written part, check cells kept, or,
-  with ``--hidden-checks``, saying in words what they verify), ``DIR/instructor/<stem>.ipynb``
+  been built first, ``make book``), ``DIR/student/<stem>.ipynb`` (for graded work:
+  solutions replaced by a starter cell and a Markdown cell per written part, each check cell
+  saying in words what it verifies, :mod:`.describe`; with ``--visible-checks``, the checks
+  shown), ``DIR/practice/<stem>.ipynb`` (for self-study: the same, its checks visible and
+  telling whether an answer is right), ``DIR/instructor/<stem>.ipynb``
   (with the reference solutions) and ``DIR/autograder/<stem>.json`` (labels, points, checks,
   and the chapter's code that the checker runs).
 * ``grade SUBMISSIONS --chapter STEM --out grades.csv [--timeout S] [--unsafe]`` runs every

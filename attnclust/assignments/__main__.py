@@ -94,12 +94,12 @@ def cmd_build(args) -> int:
             fail(e)
             status = 1
             continue
-        paths = write_editions(chapter, args.out, hidden_checks=args.hidden_checks,
+        paths = write_editions(chapter, args.out, hidden_checks=not args.visible_checks,
                                glued=glued)
         n = len(chapter.exercises)
-        hidden = " (checks hidden)" if args.hidden_checks else ""
+        shown = " (checks visible)" if args.visible_checks else " (checks hidden)"
         print(f"{stem}: {n} exercise{'s' * (n != 1)}, {points_summary(chapter)} -> "
-              f"{paths['student']}{hidden}, {paths['instructor']}")
+              f"{paths['student']}{shown}, {paths['practice']}, {paths['instructor']}")
         for problem in chapter.problems:
             print(f"  warning: {stem}: {problem}", file=sys.stderr)
         if n == 0:
@@ -178,9 +178,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
     b.add_argument("--build-dir", help="the book's build folder, whose numbers and claim "
                                        "sentences the editions show (default: ROOT/_build, "
                                        "written by make book)")
-    b.add_argument("--hidden-checks", action="store_true",
-                   help="for graded use: the student edition says what each check verifies, "
-                        "without its code and expected values")
+    shown = b.add_mutually_exclusive_group()
+    shown.add_argument("--visible-checks", action="store_true",
+                       help="the student edition shows its checks, as the practice edition "
+                            "does (for a course that grades nothing by code); by default it "
+                            "says what each check verifies, without its code and expected "
+                            "values")
+    shown.add_argument("--hidden-checks", action="store_true",
+                       help="the default (kept for older scripts): the student edition hides "
+                            "its checks")
     b.set_defaults(func=_guarded(cmd_build))
 
     g = sub.add_parser("grade", help="grade a folder of submitted notebooks into a CSV")
@@ -208,6 +214,24 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="grade without a sandbox where none can be made (the notebooks run "
                         "as your user and see your files: only for notebooks you trust)")
     g.set_defaults(func=_guarded(cmd_grade))
+
+
+    h = sub.add_parser("student-html", help="copy the built HTML book without its solutions "
+                                            "(after make book)")
+    h.add_argument("--html", default="_build/html", help="the built book (default _build/html)")
+    h.add_argument("--out", default="_build/student",
+                   help="folder to write, replaced if it exists (default _build/student)")
+    h.set_defaults(func=_guarded(cmd_student_html))
+
+
+def cmd_student_html(args) -> int:
+    """Copy the built book without its solution blocks (:mod:`.student_html`)."""
+    from .student_html import student_book
+
+    removed = student_book(args.html, args.out)
+    print(f"{args.out}: the book without its solutions ({sum(removed.values())} solution "
+          f"blocks removed from {len(removed)} pages, the page sources and notebooks left out)")
+    return 0
 
 
 _DESCRIPTION = "Student/instructor notebooks and autograding of the book's exercises."

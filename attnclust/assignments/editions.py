@@ -8,12 +8,13 @@ write an edition that would show a glue name or a claim's id in their place): th
 directives of the exercises are turned into Markdown (``**Exercise 2** (`ex-mixtures-2`) —
 title``), the ``{solution-start}`` / ``{solution-end}`` fences are removed. The instructor edition keeps every solution; the
 student edition replaces each by a prompt and a starter cell ``ex_<stem>_<n> = None  # YOUR
-ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). Check cells stay in
-both, visible, so students can check themselves (in the student edition a check says "not
-answered yet" while its answer is still ``None``), unless the student edition is made with
-``hidden_checks`` (for graded use): each check cell then keeps only its header line and says
-in words what it verifies (the chapter's ``# verifies:`` lines), without the code and the
-expected values. The instructor edition and the autograder material always keep the
+ANSWER HERE`` (valid Python, so a student notebook runs top to bottom). The student edition
+is made for graded work with ``hidden_checks`` (what :func:`write_editions` and ``build`` do
+by default): each check cell keeps only its header line and says in words what it verifies
+(:func:`.describe.describe_check`: what to store, how it is compared, the tolerance),
+without the code and the expected values. The practice edition, for self-study, is the
+same notebook with the check cells visible, so students can check themselves (a check says
+"not answered yet" while its answer is still ``None``, then "correct" or "not right yet"). The instructor edition and the autograder material always keep the
 checks; when grading, the checks run outside the student's kernel, from the chapter source
 (:mod:`.grading`), whatever the student did to the check cells.
 
@@ -33,8 +34,8 @@ from pathlib import Path
 import nbformat
 
 from .markdown import References, render_roles, to_jupyter
-from .source import (SINGLE_PART, Chapter, Exercise, WrittenPart, check_description,
-                     check_header, exercise_heading)
+from .describe import asks_for_letter_only, describe_check, stored_object
+from .source import SINGLE_PART, Chapter, Exercise, WrittenPart, check_header, exercise_heading
 
 __all__ = ["STARTER_MARK", "autograder_material", "guarded_check_source", "hidden_check_source",
            "install_cell_source", "instructor_notebook", "points_summary", "reader_notebook",
@@ -93,14 +94,15 @@ def _check_cell(piece_source: str, template, label: str) -> nbformat.NotebookNod
     return cell
 
 
-def hidden_check_source(source: str, variable: str, number: int) -> str:
+def hidden_check_source(source: str, variable: str, number: int, kind: str = "",
+                        statement: str = "") -> str:
     """A check cell of the student edition with hidden checks: its header line, then what
-    it verifies in words (its ``# verifies:`` lines, or a general sentence about the answer
-    ``variable`` to exercise ``number``), as comments."""
+    it verifies in words, as comments: its ``# verifies:`` lines, if any, then what to store
+    in the answer ``variable`` of exercise ``number`` (as its ``statement`` asks), how it is
+    compared and to what tolerance (:func:`.describe.describe_check`), never the expected
+    value."""
     label, points = check_header(source)
-    words = check_description(source) or (
-        f"your answer `{variable}` to exercise {number}, against the chapter's own "
-        "computation")
+    words = describe_check(source, variable, number, kind, statement)
     return (f"# check {label} points={points:g}\n"
             f"# What the grader verifies: {words.rstrip('.')}.\n"
             "# The check itself runs when your notebook is graded; this edition does not "
@@ -148,14 +150,24 @@ def _pts(x: float) -> str:
 
 
 def _prompt(ex: Exercise, hidden: bool = False) -> str:
+    """The prompt before the starter cell: how to work, and what to store where, as the
+    statement asks it (its ``Store ... in `ex_...``` sentence, :func:`.describe.stored_object`).
+    A multiple-choice question asks for an option's letter, unless its statement asks to store
+    something else (a computed value and the letter, say): then it is worked like a coding
+    task, and the letter in the stored value is a string."""
     how = {
         "derivation": "Derive it (SymPy helps) in the cell below, adding cells as needed",
         "coding": "Write your code in the cell below, adding cells as needed",
         "interpretation": "Choose one of the options and write its letter as a string, "
                           "e.g. `\"a\"`",
     }.get(ex.kind, "Work it out in the cell below, adding cells as needed")
+    what = stored_object(ex.statement, ex.variable) or "your answer"
+    if ex.kind == "interpretation" and not asks_for_letter_only(ex):
+        how = ("Do what the exercise asks in the cell below, adding cells as needed, then "
+               "choose one of the options")
+        what += " (the option's letter as a string, e.g. `\"a\"`)"
     return (f"**Your answer to exercise {ex.number}** (`{ex.label}`, {_pts(ex.points)} checked "
-            f"by code). {how}; store your answer in `{ex.variable}`. The check cell after it "
+            f"by code). {how}; store {what} in `{ex.variable}`. The check cell after it "
             + ("says what the grader verifies." if hidden else "tells you whether it is right."))
 
 
@@ -260,7 +272,8 @@ def _intro(chapter: Chapter, student: bool, hidden: bool = False) -> str:
         check = ("the check cell after it says what the grader verifies (the check itself "
                  "runs when your notebook is graded)" if hidden else
                  "the check cell after it tells you whether your answer is right")
-        return (f"*Student edition of the chapter `{chapter.stem}` of the attnclust book: "
+        edition = "Student edition" if hidden else "Practice edition, for self-study,"
+        return (f"*{edition} of the chapter `{chapter.stem}` of the attnclust book: "
                 f"{n} exercises, {pts}; each exercise's heading gives its points.* For each exercise that code checks, replace "
                 f"the starter cell (`{STARTER_MARK}`) by your work, keeping the answer variable's name; "
                 f"{check}. Answers are numbers, strings (for the multiple-choice "
@@ -331,7 +344,8 @@ def _assemble(chapter: Chapter, student: bool, hidden: bool = False,
                                            {"attnclust": {"solution": p.label}}))
         elif p.kind == "check":
             flush()
-            source = (hidden_check_source(p.source, ex.variable, ex.number) if hidden else
+            source = (hidden_check_source(p.source, ex.variable, ex.number, ex.kind,
+                                          ex.statement) if hidden else
                       guarded_check_source(p.source, ex.variable) if student else p.source)
             nb.cells.append(_check_cell(source, p.cell, p.label))
             if student and last_check.get(p.label) == i and ex.graded:
@@ -365,7 +379,9 @@ def _with_values(chapter: Chapter, glued: dict[str, dict] | None) -> Chapter:
 def student_notebook(chapter: Chapter, hidden_checks: bool = False,
                      glued: dict[str, dict] | None = None) -> nbformat.NotebookNode:
     """The chapter without its solutions: a prompt and a starter cell in place of each;
-    with ``hidden_checks``, each check cell says what it verifies instead of its code.
+    with ``hidden_checks`` (the student edition for graded work, as :func:`write_editions`
+    makes it), each check cell says what it verifies instead of its code; without (the
+    practice edition, for self-study), the checks are visible.
     ``glued``: the build's values that its text shows (:func:`.built.chapter_values`;
     without them, each glue name and claim id stands in its place, as for grading)."""
     return _assemble(_with_values(chapter, glued), student=True, hidden=hidden_checks)
@@ -455,12 +471,13 @@ def carry_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode,
 MATERIAL_FORMAT = 3
 """Version of the autograder material's layout (2: with the chapter's ``program``; 3: with
 each exercise's number, written parts and rubric, and the chapter's points by checks and by
-written parts)."""
+written parts; an exercise's ``statement``, which says what a hidden check verifies, is
+optional)."""
 
 
 def autograder_material(chapter: Chapter) -> dict:
     """What grading needs, as JSON-able data: each exercise's label, number (the book's),
-    variable, kind, points (its checks'), checks, written parts (``parts``: name and points)
+    variable, kind, statement, points (its checks'), checks, written parts (``parts``: name and points)
     and rubric, and the ``program`` that the trusted checker runs (the chapter's narrative
     code and checks in order, without the solutions: :meth:`.Chapter.program`). The
     chapter's ``total_points`` are ``check_points`` plus ``written_points``."""
@@ -472,6 +489,7 @@ def autograder_material(chapter: Chapter) -> dict:
         "written_points": chapter.written_points,
         "exercises": [
             {"label": e.label, "number": e.number, "title": e.title, "kind": e.kind,
+             "statement": e.statement,
              "variable": e.variable, "points": e.points, "checks": e.checks,
              "parts": [{"name": p.name, "points": p.points} for p in e.parts],
              "rubric": [{"part": r.part, "text": r.text, "points": r.points} for r in e.rubric]}
@@ -481,13 +499,16 @@ def autograder_material(chapter: Chapter) -> dict:
     }
 
 
-def write_editions(chapter: Chapter, out: str | Path, hidden_checks: bool = False,
+def write_editions(chapter: Chapter, out: str | Path, hidden_checks: bool = True,
                    glued: dict[str, dict] | None = None) -> dict[str, Path]:
-    """Write ``out/student/<stem>.ipynb`` (with ``hidden_checks``, its checks in words),
-    ``out/instructor/<stem>.ipynb`` and ``out/autograder/<stem>.json``; return the three
-    paths. ``glued``: the build's values that the chapter's text shows
-    (:func:`.built.chapter_values`); a ``ValueError`` names those missing, before anything
-    is written: a student never sees a glue name or a claim's id."""
+    """Write ``out/student/<stem>.ipynb`` (for graded work: with ``hidden_checks``, the
+    default, each check says in words what it verifies, without its code and expected
+    values), ``out/practice/<stem>.ipynb`` (for self-study: the checks visible, each telling
+    whether an answer is right), ``out/instructor/<stem>.ipynb`` and
+    ``out/autograder/<stem>.json``; return the four paths. ``glued``: the build's values
+    that the chapter's text shows (:func:`.built.chapter_values`); a ``ValueError`` names
+    those missing, before anything is written: a student never sees a glue name or a
+    claim's id."""
     from .built import shown_values
 
     missing = sorted(shown_values(chapter) - set(glued or {}))
@@ -497,12 +518,14 @@ def write_editions(chapter: Chapter, out: str | Path, hidden_checks: bool = Fals
     out = Path(out)
     paths = {
         "student": out / "student" / f"{chapter.stem}.ipynb",
+        "practice": out / "practice" / f"{chapter.stem}.ipynb",
         "instructor": out / "instructor" / f"{chapter.stem}.ipynb",
         "autograder": out / "autograder" / f"{chapter.stem}.json",
     }
     for p in paths.values():
         p.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(student_notebook(chapter, hidden_checks, glued), paths["student"])
+    nbformat.write(student_notebook(chapter, False, glued), paths["practice"])
     nbformat.write(instructor_notebook(chapter, glued), paths["instructor"])
     paths["autograder"].write_text(json.dumps(autograder_material(chapter), indent=1) + "\n")
     return paths

@@ -227,7 +227,8 @@ def _edition_forms(material: dict) -> dict[str, set[str]]:
         if ex is not None and check_header(item["source"]):
             forms.setdefault(item["label"], set()).update({
                 guarded_check_source(item["source"], ex["variable"]).strip(),
-                hidden_check_source(item["source"], ex["variable"], int(ex["number"])).strip()})
+                hidden_check_source(item["source"], ex["variable"], int(ex["number"]),
+                                    ex.get("kind", ""), str(ex.get("statement", ""))).strip()})
     return forms
 
 
