@@ -127,7 +127,7 @@ GOALS = (
     Goal("first_figure_word", "first figure at word", "at_most", 400),
     Goal("exercises", "exercises", "at_least", 5, experiments_only=True),
 )
-"""The goals of issue 29, printed beside the measures; not yet met, so the tests do not assert them."""
+"""The goals of the main path, printed beside the measures; every one is met, and a test keeps it so."""
 
 
 @dataclass
