@@ -60,8 +60,10 @@ PAGE_INPUTS: dict[str, tuple[str, ...]] = {
     # (reading.compute_seconds: benchmarks/book.json, written by make bench-book)
     "chapters/instructors.md": ("_toc.yml", "_config.yml", "chapters/*.md",
                                 "chapters/references.bib", "benchmarks/book.json"),
-    # the grading appendix: the same course tools, on every chapter with exercises
-    "chapters/grading.md": ("_toc.yml", "_config.yml", "chapters/*.md", "chapters/references.bib"),
+    # the grading appendix: the same course tools, on every chapter with exercises, and the
+    # compute times (benchmarks/book.json) its example reads through the course plan
+    "chapters/grading.md": ("_toc.yml", "_config.yml", "chapters/*.md", "chapters/references.bib",
+                            "benchmarks/book.json"),
     # committed results files (attnclust.book.results.load: results/NAME.json), read through
     # attnclust.book.experiments.landscape / .training / .beyond
     "chapters/training_dynamics.md": ("attnclust/book/results/*.json",),

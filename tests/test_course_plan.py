@@ -9,9 +9,9 @@ import pytest
 
 from attnclust.assignments import parse_chapter
 from attnclust.assignments.source import MYST_HEADER
-from attnclust.assignments.plan import (assignments, section_minutes, strip_section,
+from attnclust.assignments.plan import (assignments, strip_section,
                                         student_minutes)
-from attnclust.book.reading import WORDS_PER_MINUTE
+from attnclust.book.reading import WORDS_PER_MINUTE, section_minutes
 
 
 

@@ -5,7 +5,7 @@ A plan is a list of sessions, each reading some chapters. From the chapters' exe
 session's exercises by level, as the page recommends using them: the warm-up ones in
 class, the standard ones as homework, the challenge ones optional, except the lab projects,
 of which each student does one (:func:`student_minutes` counts one, not all).
-:func:`section_minutes` measures what skipping an optional section saves, with the book's
+:func:`attnclust.book.reading.section_minutes` measures what skipping an optional section saves, with the book's
 reading measure (:func:`attnclust.book.reading.chapter_stats`) applied to the chapter with
 and without the section.
 """
@@ -13,13 +13,12 @@ and without the section.
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .source import Chapter
 
-__all__ = ["SessionWork", "assignments", "section_minutes", "strip_section", "student_minutes"]
+__all__ = ["SessionWork", "assignments", "strip_section", "student_minutes"]
 
 _HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*$")
 _FENCE = re.compile(r"^\s*(?P<ticks>`{3,}|:{3,})")
@@ -102,21 +101,3 @@ def strip_section(text: str, title: str) -> str:
     if start is None:
         raise ValueError(f"no section headed {title!r}")
     return "".join(lines[:start])
-
-
-def section_minutes(path: str | Path, titles: list[str]) -> dict[str, float]:
-    """Title -> the reading minutes (:func:`attnclust.book.reading.chapter_stats`, the
-    book's measure) that the section of the chapter at ``path`` headed ``title`` adds: the
-    chapter's minutes less those of the chapter without it."""
-    from attnclust.book.reading import chapter_stats
-
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    full = chapter_stats(path).minutes
-    out = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for title in titles:
-            short = Path(folder) / path.name
-            short.write_text(strip_section(text, title), encoding="utf-8")
-            out[title] = full - chapter_stats(short).minutes
-    return out

@@ -54,10 +54,11 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["EVIDENCE_CLASS", "GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
+__all__ = ["EVIDENCE_CLASS", "section_minutes", "GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
            "ChapterStats", "Goal", "book_stats", "chapter_stats", "compute_seconds",
            "ledger_sentences", "main_path", "table", "tooling_sentences"]
 
@@ -564,3 +565,22 @@ def table(stats: list[ChapterStats]) -> str:
                         else _goal_value(stats, g)[0] for g in gs)
         lines.append("| " + " | ".join([label, *cells, _total(stats, attr), goal, met]) + " |")
     return "\n".join(lines)
+
+
+def section_minutes(path: str | Path, titles: list[str]) -> dict[str, float]:
+    """Title -> the reading minutes (:func:`chapter_stats`) that the section of the chapter
+    at ``path`` headed ``title`` adds: the chapter's minutes less those of the chapter
+    without it (cut by :func:`attnclust.assignments.plan.strip_section`). The instructors'
+    page (chapters/instructors.md) gives them for the optional sections."""
+    from attnclust.assignments.plan import strip_section
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    full = chapter_stats(path).minutes
+    out = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for title in titles:
+            short = Path(folder) / path.name
+            short.write_text(strip_section(text, title), encoding="utf-8")
+            out[title] = full - chapter_stats(short).minutes
+    return out
