@@ -570,7 +570,7 @@ def table(stats: list[ChapterStats]) -> str:
 def section_minutes(path: str | Path, titles: list[str]) -> dict[str, float]:
     """Title -> the reading minutes (:func:`chapter_stats`) that the section of the chapter
     at ``path`` headed ``title`` adds: the chapter's minutes less those of the chapter
-    without it (cut by :func:`attnclust.assignments.plan.strip_section`). The instructors'
+    without it (cut by ``attnclust.assignments.plan.strip_section``). The instructors'
     page (chapters/instructors.md) gives them for the optional sections."""
     from attnclust.assignments.plan import strip_section
 
