@@ -2198,20 +2198,3 @@ def test_student_html_command(built_html, tmp_path, capsys):
     assert "1 solution blocks removed from 1 pages" in capsys.readouterr().out
     assert cli(["student-html", "--html", str(tmp_path / "none"), "--out", str(out)]) == 1
     assert "make book" in capsys.readouterr().err
-
-
-@pytest.mark.integration
-@pytest.mark.skipif(not (ROOT / "_build" / "html" / "index.html").is_file(),
-                    reason="the book has not been built (make book)")
-def test_the_student_copy_of_the_built_book_has_no_solutions(tmp_path):
-    """On the book itself, as make book-student makes it: every chapter with exercises loses
-    exactly its solution blocks, and keeps its exercises."""
-    from attnclust.assignments.student_html import solution_blocks, student_book
-
-    html = ROOT / "_build" / "html"
-    before = solution_blocks(html)
-    assert student_book(html, tmp_path / "student") == before and before
-    assert solution_blocks(tmp_path / "student") == {}
-    for page in before:
-        text = (tmp_path / "student" / page).read_text(encoding="utf-8")
-        assert 'class="exercise' in text and "Solution to Exercise" not in text, page

@@ -58,9 +58,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["EVIDENCE_CLASS", "section_minutes", "GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
+__all__ = ["EVIDENCE_CLASS", "GOALS", "HIDDEN_TAGS", "MAIN_PARTS", "TOOLING_PATTERNS", "WORDS_PER_MINUTE",
            "ChapterStats", "Goal", "book_stats", "chapter_stats", "compute_seconds",
-           "ledger_sentences", "main_path", "table", "tooling_sentences"]
+           "ledger_sentences", "main_path", "section_minutes", "table", "tooling_sentences"]
 
 WORDS_PER_MINUTE = 200
 """Reading speed of the goals of issue 29 (prose and claim sentences)."""
