@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
-__all__ = ["SOLUTION_SELECTOR", "solution_blocks", "strip_page", "student_book"]
+__all__ = ["SOLUTION_SELECTOR", "StrippedPage", "solution_blocks", "strip_page", "student_book"]
 
 SOLUTION_SELECTOR = "div.solution"
 """The CSS selector of a solution block in a page built by sphinx-exercise."""
@@ -38,20 +39,31 @@ def _soup(html: str):
     return bs4.BeautifulSoup(html, "html.parser")
 
 
-def strip_page(html: str) -> tuple[str, set[str]]:
+class StrippedPage(NamedTuple):
+    """One page without its solutions: the HTML, how many solution blocks it lost, the
+    ``src`` of the images those blocks showed and of the images the page still shows."""
+
+    html: str
+    blocks: int
+    dropped_images: set[str]
+    kept_images: set[str]
+
+
+def strip_page(html: str) -> StrippedPage:
     """``html`` without its solution blocks and its links to the page's sources (the
-    download buttons of the ``.md`` and ``.ipynb``); and the ``src`` of every image that a
-    removed block showed."""
+    download buttons of the ``.md`` and ``.ipynb``), from one parse of the page."""
     soup = _soup(html)
-    images: set[str] = set()
-    for block in soup.select(SOLUTION_SELECTOR):
-        images |= {img.get("src", "") for img in block.find_all("img")}
+    blocks = soup.select(SOLUTION_SELECTOR)
+    dropped: set[str] = set()
+    for block in blocks:
+        dropped |= {img.get("src", "") for img in block.find_all("img")}
         block.decompose()
     for link in soup.find_all("a", href=True):
         if _SOURCES + "/" in link["href"]:
             item = link.find_parent("li") or link
             item.decompose()
-    return str(soup), images
+    kept = {img["src"] for img in soup.find_all("img") if img.get("src")}
+    return StrippedPage(str(soup), len(blocks), dropped, kept)
 
 
 def solution_blocks(folder: str | Path) -> dict[str, int]:
@@ -86,15 +98,12 @@ def student_book(html: str | Path, out: str | Path) -> dict[str, int]:
     dropped: set[Path] = set()
     kept_refs: set[Path] = set()
     for page in sorted(out.rglob("*.html")):
-        text = page.read_text(encoding="utf-8")
-        before = text.count('class="solution')
-        stripped, images = strip_page(text)
-        page.write_text(stripped, encoding="utf-8")
-        if before:
-            removed[page.relative_to(out).as_posix()] = before
-        dropped |= {(page.parent / src).resolve() for src in images if src and "://" not in src}
-        kept_refs |= {(page.parent / img.get("src", "")).resolve()
-                      for img in _soup(stripped).find_all("img") if img.get("src")}
+        stripped = strip_page(page.read_text(encoding="utf-8"))
+        page.write_text(stripped.html, encoding="utf-8")
+        if stripped.blocks:
+            removed[page.relative_to(out).as_posix()] = stripped.blocks
+        dropped |= {(page.parent / src).resolve() for src in stripped.dropped_images if src and "://" not in src}
+        kept_refs |= {(page.parent / src).resolve() for src in stripped.kept_images}
     for image in dropped - kept_refs:
         if image.is_file() and out in image.parents:
             image.unlink()
